@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Tandem builds, tests and demos with, only
+# those missing. Needs root (or sudo) and Debian's archive.
+set -euo pipefail
+
+packages=(
+  # build
+  g++ pkg-config meson ninja-build libhwloc-dev libpmix-dev libslurm-dev
+  libgtest-dev libgmock-dev
+  # local cluster and end-to-end tests
+  slurmctld slurmd slurm-client munge hwloc iproute2 util-linux procps
+  # comparisons in the benchmarks, python API and examples
+  openmpi-bin libopenmpi-dev python3 python3-pytest python3-numpy python3-torch
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian starts these daemons on install; the project runs its own instances.
+for svc in slurmctld slurmd munge; do
+  $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || $sudo service "$svc" stop >/dev/null 2>&1 || true
+done

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The one command that runs every Tandem test on a fresh Debian 12 machine:
+# installs what is missing, builds with warnings as errors, runs the unit
+# tests, starts the local Slurm cluster, runs the end-to-end and Python tests
+# under real srun, and stops the cluster leaving nothing behind.
+#
+#   contrib/test.sh            # everything
+#   BUILD=dir contrib/test.sh  # another build directory (default: build)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+cd "$root"
+
+"$root/contrib/install-deps.sh"
+
+echo "== build ($build)"
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" -Dwerror=true -Dcuda=enabled -Dtests=enabled
+fi
+ninja -C "$build"
+
+results=()
+failed=0
+stage() {  # stage NAME CMD...: runs one stage, records its outcome
+  local name=$1; shift
+  echo "== $name"
+  if "$@"; then results+=("$name: ok"); else results+=("$name: FAILED"); failed=$((failed + 1)); fi
+}
+
+stage unit meson test -C "$build" --print-errorlogs --suite unit
+
+stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  --build-dir "$build" "$root/tests/e2e"
+
+echo "== summary"
+printf '  %s\n' "${results[@]}"
+passed=$(( ${#results[@]} - failed ))
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,179 @@
+/*
+ * tandem.h: the public C API of libtandem, Tandem's in-process collective
+ * engine. This is the only header a user or a framework binding needs.
+ *
+ * Conventions
+ *  - Every call returns a tandem_result_t. On anything but TANDEM_SUCCESS,
+ *    tandem_last_error() returns a readable, thread-local message that says
+ *    what was expected, what was found and what to do.
+ *  - No C++ exception ever crosses this boundary.
+ *  - Counts are element counts, not bytes, unless a name says "bytes".
+ *  - Collectives are called by every rank of the world in the same order
+ *    (as with MPI). The named, negotiated runtime (tandem_enqueue and
+ *    friends, below) lifts that restriction for frameworks.
+ *  - Every blocking call ends: a lost peer or a timeout is an error, never
+ *    a hang (see TANDEM_TIMEOUT in docs/settings.md).
+ */
+#ifndef TANDEM_TANDEM_H
+#define TANDEM_TANDEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(TANDEM_BUILDING_LIBRARY)
+#define TANDEM_API __attribute__((visibility("default")))
+#else
+#define TANDEM_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ results */
+
+/* Keep values stable: the Python package reads names and values through
+ * tandem_result_name(), never from a copy. */
+typedef enum {
+  TANDEM_SUCCESS = 0,
+  TANDEM_ERR_INVALID_ARGUMENT = 1, /* bad pointer, type, op, root, count */
+  TANDEM_ERR_NOT_INITIALIZED = 2,  /* tandem_init() not called (or failed) */
+  TANDEM_ERR_BOOTSTRAP = 3,        /* PMIx / rendezvous could not be reached */
+  TANDEM_ERR_PEER_LOST = 4,        /* a peer died or closed its connection */
+  TANDEM_ERR_TIMEOUT = 5,          /* a peer did not answer in time */
+  TANDEM_ERR_MISMATCH = 6,         /* ranks disagree on a collective's shape */
+  TANDEM_ERR_DUPLICATE_NAME = 7,   /* a tensor name already in flight */
+  TANDEM_ERR_UNSUPPORTED = 8,      /* valid request this build cannot do */
+  TANDEM_ERR_IN_PROGRESS = 9,      /* poll: not finished yet (not an error) */
+  TANDEM_ERR_ABORTED = 10,         /* engine shut down or aborted */
+  TANDEM_ERR_SYSTEM = 11,          /* an OS call failed (errno in message) */
+  TANDEM_ERR_INTERNAL = 12,        /* a bug: please report with the message */
+  TANDEM_RESULT_COUNT_ = 13
+} tandem_result_t;
+
+/* Short stable identifier ("TANDEM_ERR_TIMEOUT") for a result, or NULL when
+ * the value is not a result. Lets bindings enumerate codes without copies. */
+TANDEM_API const char *tandem_result_name(int result);
+/* Human description of a result code ("a peer did not answer in time"). */
+TANDEM_API const char *tandem_result_string(tandem_result_t result);
+/* The message of the last failed call on this thread ("" if none). */
+TANDEM_API const char *tandem_last_error(void);
+/* Library version, "MAJOR.MINOR.PATCH". */
+TANDEM_API const char *tandem_version(void);
+
+/* -------------------------------------------------------------- data types */
+
+typedef enum {
+  TANDEM_UINT8 = 0,
+  TANDEM_INT8 = 1,
+  TANDEM_INT32 = 2,
+  TANDEM_INT64 = 3,
+  TANDEM_FLOAT16 = 4,  /* IEEE half; accumulated in float32 */
+  TANDEM_BFLOAT16 = 5, /* accumulated in float32 */
+  TANDEM_FLOAT32 = 6,
+  TANDEM_FLOAT64 = 7,
+  TANDEM_BOOL = 8,     /* one byte, 0 or 1; SUM/MAX = or, MIN/PRODUCT = and */
+  TANDEM_DTYPE_COUNT_ = 9
+} tandem_dtype_t;
+
+typedef enum {
+  TANDEM_SUM = 0,
+  TANDEM_AVERAGE = 1, /* sum divided by the number of contributing ranks */
+  TANDEM_MIN = 2,
+  TANDEM_MAX = 3,
+  TANDEM_PRODUCT = 4,
+  TANDEM_OP_COUNT_ = 5
+} tandem_op_t;
+
+/* Size in bytes of one element, 0 for an unknown type. */
+TANDEM_API size_t tandem_dtype_size(int dtype);
+
+/* ---------------------------------------------------------- init, identity */
+
+/* Joins the job. Bootstrap is chosen from the environment:
+ *  - PMIx when the process was started by srun with PMIx (PMIX_RANK set);
+ *  - the TCP rendezvous store when TANDEM_RENDEZVOUS_ADDR, TANDEM_RANK and
+ *    TANDEM_SIZE are set (tandem-run and other launchers);
+ *  - otherwise a world of one rank.
+ * Calling it again after success is a no-op. */
+TANDEM_API tandem_result_t tandem_init(void);
+/* Leaves the job and releases every resource. Safe to call twice. */
+TANDEM_API tandem_result_t tandem_finalize(void);
+TANDEM_API int tandem_is_initialized(void);
+
+TANDEM_API tandem_result_t tandem_rank(int *rank);
+TANDEM_API tandem_result_t tandem_size(int *size);
+TANDEM_API tandem_result_t tandem_local_rank(int *local_rank);
+TANDEM_API tandem_result_t tandem_local_size(int *local_size);
+/* Index of this rank's node among the nodes of the job, and their count. */
+TANDEM_API tandem_result_t tandem_cross_rank(int *cross_rank);
+TANDEM_API tandem_result_t tandem_cross_size(int *cross_size);
+
+/* ----------------------------------------------- blocking collectives (host) */
+
+/* In-place operation: pass the same pointer as send and recv. A count of 0
+ * is valid and still synchronises nothing but argument checks. */
+
+/* recv = postscale * op_{ranks}(prescale * send). Scales apply to floating
+ * types only and must be 1.0 for integer types. */
+TANDEM_API tandem_result_t tandem_allreduce(const void *send, void *recv, size_t count,
+                                            tandem_dtype_t dtype, tandem_op_t op,
+                                            double prescale, double postscale);
+TANDEM_API tandem_result_t tandem_broadcast(void *buf, size_t count, tandem_dtype_t dtype,
+                                            int root);
+/* recv holds size * count elements, rank r's block at offset r * count. */
+TANDEM_API tandem_result_t tandem_allgather(const void *send, size_t count, void *recv,
+                                            tandem_dtype_t dtype);
+/* recv_counts[r] elements from rank r, packed in rank order. send_count must
+ * equal recv_counts[my rank]. */
+TANDEM_API tandem_result_t tandem_allgatherv(const void *send, size_t send_count, void *recv,
+                                             const size_t *recv_counts, tandem_dtype_t dtype);
+/* count elements to every rank; send and recv hold size * count. */
+TANDEM_API tandem_result_t tandem_alltoall(const void *send, void *recv, size_t count,
+                                           tandem_dtype_t dtype);
+/* send_counts[r] elements go to rank r, recv_counts[r] come from it, packed
+ * in rank order on both sides. */
+TANDEM_API tandem_result_t tandem_alltoallv(const void *send, const size_t *send_counts,
+                                            void *recv, const size_t *recv_counts,
+                                            tandem_dtype_t dtype);
+/* Reduces sum(recv_counts) elements of send; rank r receives the block of
+ * recv_counts[r] elements at offset sum(recv_counts[0..r)). */
+TANDEM_API tandem_result_t tandem_reducescatter(const void *send, void *recv,
+                                                const size_t *recv_counts,
+                                                tandem_dtype_t dtype, tandem_op_t op);
+TANDEM_API tandem_result_t tandem_barrier(void);
+
+/* --------------------------------------------- nonblocking collectives (host) */
+
+/* Each i-call starts the same collective as its blocking form and returns a
+ * request at once; buffers must stay valid until the request completes.
+ * Requests complete in the order they were started. */
+typedef struct tandem_request_s *tandem_request_t;
+
+TANDEM_API tandem_result_t tandem_iallreduce(const void *send, void *recv, size_t count,
+                                             tandem_dtype_t dtype, tandem_op_t op,
+                                             double prescale, double postscale,
+                                             tandem_request_t *request);
+TANDEM_API tandem_result_t tandem_ibroadcast(void *buf, size_t count, tandem_dtype_t dtype,
+                                             int root, tandem_request_t *request);
+TANDEM_API tandem_result_t tandem_iallgather(const void *send, size_t count, void *recv,
+                                             tandem_dtype_t dtype, tandem_request_t *request);
+/* TANDEM_SUCCESS when done (then the request's own result is returned),
+ * TANDEM_ERR_IN_PROGRESS while running. */
+TANDEM_API tandem_result_t tandem_test(tandem_request_t request);
+/* Blocks until done; returns the operation's result. */
+TANDEM_API tandem_result_t tandem_wait(tandem_request_t request);
+/* Releases a completed request. Freeing a running request waits for it. */
+TANDEM_API void tandem_request_free(tandem_request_t request);
+
+/* ------------------------------------------------ runtime (named tensors) */
+
+/* The negotiated runtime: the background thread, named tensors, fusion,
+ * response cache, join, process sets, timeline. Declared in this section by
+ * the runtime layer. */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TANDEM_TANDEM_H */
