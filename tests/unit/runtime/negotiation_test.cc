@@ -144,6 +144,7 @@ TEST(Negotiation, StallWarningNamesTensorAndMissingRanks) {
   auto h1 = c.ranks[1]->enqueue({tensor("slow.tensor", in.data(), out1.data(), {4})}, allreduce());
   EXPECT_EQ(wait(h0), TANDEM_SUCCESS);
   EXPECT_EQ(wait(h1), TANDEM_SUCCESS);
+  EXPECT_EQ(wait(h2), TANDEM_SUCCESS);
   EXPECT_EQ(out1[0], 3.0f);
 }
 
