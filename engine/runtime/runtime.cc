@@ -51,13 +51,16 @@ Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, S
   thread_ = std::thread([this] { loop(); });
 }
 
-Runtime::~Runtime() {
+void Runtime::stop() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
   stop_ = true;
   wake();
   if (thread_.joinable()) thread_.join();
   fail_all(TANDEM_ERR_ABORTED, "the tandem runtime was shut down (tandem_finalize)");
   timeline_.stop();
 }
+
+Runtime::~Runtime() { stop(); }
 
 void Runtime::wake() {
   {

@@ -62,7 +62,9 @@ class Runtime {
   // the background thread.
   Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
           Log::Sink log_sink = nullptr);
-  // Asks the other ranks to stop, joins the thread, fails what is pending.
+  // Asks the other ranks to stop, joins the thread, fails what is pending
+  // (TANDEM_ERR_ABORTED) so that every wait ends. Idempotent.
+  void stop();
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -127,6 +129,7 @@ class Runtime {
   bool work_ = false;
   std::chrono::steady_clock::time_point first_work_;
   std::atomic<bool> stop_{false};
+  std::mutex stop_mu_;
 
   mutable std::mutex broken_mu_;
   tandem_result_t broken_code_ = TANDEM_SUCCESS;

@@ -81,7 +81,7 @@ Response resp(const std::string& name, int64_t n, int dtype = TANDEM_FLOAT32) {
 TEST(FusionPlan, PacksCompatibleUpToThresholdWithLookAhead) {
   // 4-byte floats: 100 elements = 400 bytes.
   std::vector<Response> rs = {resp("a", 100), resp("b", 100, TANDEM_FLOAT64), resp("c", 100),
-                              resp("d", 100), resp("big", 1000), resp("e", 50, TANDEM_FLOAT64)};
+                              resp("d", 100), resp("big", 1000), resp("e", 25, TANDEM_FLOAT64)};
   auto plan = plan_fusion(rs, 1000);
   ASSERT_EQ(plan.size(), 4u);
   EXPECT_EQ(plan[0].members, (std::vector<size_t>{0, 2}));  // a + c; d no longer fits
