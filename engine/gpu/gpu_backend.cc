@@ -12,6 +12,7 @@
 #include "gpu/gpu_errors.h"
 #include "gpu/nccl_api.h"
 #include "gpu/nccl_communicator.h"
+#include "gpu/nccl_types.h"
 #include "gpu/unique_id_exchange.h"
 
 namespace tandem {
@@ -166,7 +167,7 @@ class NcclBackend : public GpuBackend {
   // steps, the copies batched.
   void fused_allreduce(NcclCommunicator& comm, const GpuRequest& req, cudaStream_t s,
                        Deadline deadline) {
-    const size_t esize = tandem_dtype_size(req.dtype);
+    const size_t esize = element_bytes(req.dtype);
     std::vector<size_t> bytes;
     for (const auto& t : req.tensors) bytes.push_back(t.count * esize);
     size_t total = 0;

@@ -25,8 +25,6 @@ class Backoff {
   int us_ = 4;
 };
 
-size_t element_size(tandem_dtype_t dtype) { return tandem_dtype_size(dtype); }
-
 }  // namespace
 
 std::shared_ptr<NcclCommunicator> NcclCommunicator::create(const NcclApi& nccl, const CommSpec& spec,
@@ -212,7 +210,7 @@ void NcclCommunicator::alltoallv(const void* send, const std::vector<size_t>& se
                           " split sizes, got " + std::to_string(send_counts.size()) + " to send and " +
                           std::to_string(recv_counts.size()) + " to receive");
   check_health(deadline, "alltoall");
-  const size_t esize = element_size(dtype);
+  const size_t esize = element_bytes(dtype);
   const ncclDataType_t type = nccl_dtype(dtype);
   // One group: NCCL schedules all pairs together, so the order of the
   // send/recv calls cannot deadlock.

@@ -25,6 +25,17 @@ ncclDataType_t nccl_dtype(tandem_dtype_t dtype) {
   }
 }
 
+size_t element_bytes(tandem_dtype_t dtype) {
+  switch (dtype) {
+    case TANDEM_UINT8: case TANDEM_INT8: case TANDEM_BOOL: return 1;
+    case TANDEM_FLOAT16: case TANDEM_BFLOAT16: return 2;
+    case TANDEM_INT32: case TANDEM_FLOAT32: return 4;
+    case TANDEM_INT64: case TANDEM_FLOAT64: return 8;
+    default:
+      throw InvalidArgument("GPU tensor with unknown data type " + std::to_string(dtype));
+  }
+}
+
 namespace {
 
 bool is_float(tandem_dtype_t t) {

@@ -19,6 +19,8 @@ namespace tandem {
 namespace gpu {
 
 ncclDataType_t nccl_dtype(tandem_dtype_t dtype);
+// Bytes per element; throws InvalidArgument for an unknown type.
+size_t element_bytes(tandem_dtype_t dtype);
 
 struct NcclReduction {
   ncclDataType_t dtype = ncclFloat32;
