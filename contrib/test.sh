@@ -29,6 +29,12 @@ stage() {  # stage NAME CMD...: runs one stage; a failure is counted, later stag
 
 stage unit meson test -C "$build" --print-errorlogs --suite unit
 
+# gpu (NCCL path): the same unit suite with CUDA and NCCL hidden from the
+# loader, as on a CPU-only node (the ld.so cache would find them otherwise).
+stage unit-without-cuda env TANDEM_CUDA_LIBRARY=/nonexistent/libcudart.so.13 \
+  TANDEM_NCCL_LIBRARY=/nonexistent/libnccl.so.2 LD_LIBRARY_PATH= \
+  meson test -C "$build" --print-errorlogs --suite unit --logbase testlog-without-cuda
+
 stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   --junitxml="$build/e2e-results.xml" --build-dir "$build" "$root/tests/e2e"
 
