@@ -86,7 +86,7 @@ cluster_bridges() {
 cluster_conf_pids() {
   local conf=$dir/slurm.conf p
   for p in /proc/[0-9]*; do
-    if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF -- "$conf"; then
+    if tr '\0' '\n' 2>/dev/null <"$p/cmdline" | grep -qxF -- "$conf"; then
       echo "${p#/proc/}"
     fi
   done

@@ -33,8 +33,11 @@ done
 # slurmctld (and anything else started with this instance's slurm.conf): found
 # by the exact config path on its command line, not by a pidfile that may be
 # stale or missing after a crash.
-# shellcheck disable=SC2046
-kill_all $(cluster_conf_pids)
+# Their children too (slurmctld's slurmscriptd shows no config path).
+ctld=$(cluster_conf_pids)
+children=$(for p in $ctld; do pgrep -P "$p"; done)
+# shellcheck disable=SC2086
+kill_all $ctld $children
 
 # Deleting a namespace destroys its veth pairs; the bridge goes by alias.
 for br in $(cluster_bridges); do ip link delete "$br" 2>/dev/null; done
