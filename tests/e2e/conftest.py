@@ -17,6 +17,9 @@ Fixtures
   ``srun --immediate=<immediate> <args>`` against the cluster; ``env`` adds
   to (or, with value ``None``, removes from) the environment. A step that
   outlives ``timeout`` is killed and the test fails with its output.
+* ``cluster.run(cmd, env=None, timeout=60)`` -> ``CompletedProcess``: any
+  client command (salloc, scontrol, squeue, ...) against the cluster, run in a
+  scratch folder under the cluster dir.
 * ``cluster.task_envs(*srun_args, env=None, timeout=60)`` -> list of dicts, one
   per task, sorted by SLURM_PROCID: the complete environment each task was
   exec'd with (written as JSON by /usr/bin/python3, one file per task).
@@ -114,7 +117,7 @@ class Cluster:
                 env[k] = v
         return env
 
-    def _run(self, cmd, env, timeout):
+    def run(self, cmd, env=None, timeout=60):
         try:
             return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                   env=self._env(env), cwd=self._scratch)
@@ -122,7 +125,7 @@ class Cluster:
             pytest.fail(f"{' '.join(cmd)} ran past {timeout}s\nstdout: {e.stdout}\nstderr: {e.stderr}")
 
     def srun(self, *args, env=None, timeout=60, immediate=10):
-        return self._run(["srun", f"--immediate={immediate}", *args], env, timeout)
+        return self.run(["srun", f"--immediate={immediate}", *args], env, timeout)
 
     def task_envs(self, *srun_args, env=None, timeout=60):
         # One file per task: srun interleaves long lines of several tasks.
@@ -144,20 +147,20 @@ class Cluster:
         path.write_text(script)
         out = self._scratch / f"job{self._count}.out"
         err = self._scratch / f"job{self._count}.err"
-        r = self._run(["sbatch", "--parsable", "-o", str(out), "-e", str(err), *args, str(path)],
+        r = self.run(["sbatch", "--parsable", "-o", str(out), "-e", str(err), *args, str(path)],
                       env, 30)
         if r.returncode != 0:
             return Batch(0, "REJECTED", str(r.returncode), r.stdout, r.stderr)
         job_id = int(r.stdout.strip().split(";")[0])
         deadline = time.monotonic() + timeout
         while True:
-            q = self._run(["scontrol", "-o", "show", "job", str(job_id)], None, 30)
+            q = self.run(["scontrol", "-o", "show", "job", str(job_id)], None, 30)
             fields = dict(f.split("=", 1) for f in q.stdout.split() if "=" in f)
             state = fields.get("JobState", "")
             if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
                 break
             if time.monotonic() > deadline:
-                self._run(["scancel", str(job_id)], None, 30)
+                self.run(["scancel", str(job_id)], None, 30)
                 pytest.fail(f"job {job_id} still {state} after {timeout}s:\n{q.stdout}")
             time.sleep(0.2)
         read = lambda p: p.read_text() if p.exists() else ""  # noqa: E731

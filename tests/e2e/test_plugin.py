@@ -115,17 +115,17 @@ def test_explicit_pmix_is_accepted(cluster):
 
 
 def test_verbose_prints_one_line_per_task(cluster):
-    r = cluster.srun("-N", "2", "-n", "4", "--ntasks-per-node=2", "--gpus-per-node=2",
+    r = cluster.srun("-w", "node1,node2", "-n", "4", "--ntasks-per-node=2", "--gpus-per-node=2",
                      "--horovod=verbose", "true")
     assert r.returncode == 0, r.stderr
     lines = sorted(l for l in r.stderr.splitlines() if l.startswith("tandem: rank"))
     pattern = (r"tandem: rank (\d)/4 node (node\d) local_rank (\d)/2 cross_rank (\d)/2 "
                r"gpus 0,1 cpus \S+ nic eth0 binding: off \(planner not integrated\)")
     parsed = [re.fullmatch(pattern, l) for l in lines]
-    assert all(parsed), lines
+    assert all(parsed), r.stderr
     assert [m.groups() for m in parsed] == [
         ("0", "node1", "0", "0"), ("1", "node1", "1", "0"),
-        ("2", "node2", "0", "1"), ("3", "node2", "1", "1")]
+        ("2", "node2", "0", "1"), ("3", "node2", "1", "1")], r.stderr
 
 
 def test_sbatch_option_reaches_every_srun_and_off_overrides(cluster):
@@ -164,3 +164,11 @@ def test_bad_plugstack_value_is_named(cluster):
     assert r.returncode != 0
     assert "bad value for 'default'" in r.stderr and "found 'sometimes'" in r.stderr
 
+
+
+def test_salloc_option_reaches_srun(cluster):
+    r = cluster.run(["salloc", "-N", "1", "-n", "2", "--immediate=10", "--horovod=on",
+                     "srun", "--immediate=10", "bash", "-c",
+                     "echo R=$HOROVOD_RANK P=$PMIX_RANK"])
+    assert r.returncode == 0, r.stderr
+    assert sorted(l for l in r.stdout.splitlines() if l.startswith("R=")) == ["R=0 P=0", "R=1 P=1"]
