@@ -6,6 +6,7 @@
 
 #include "bootstrap/env.h"
 #include "bootstrap/identity.h"
+#include "bootstrap/pmix_bootstrap.h"
 #include "bootstrap/single_bootstrap.h"
 #include "bootstrap/tcp_bootstrap.h"
 #include "common/errors.h"
@@ -14,16 +15,20 @@ namespace tandem {
 
 namespace {
 
-enum class Kind { kAuto, kTcp, kSingle };
+enum class Kind { kAuto, kPmix, kTcp, kSingle };
 
-// TANDEM_BOOTSTRAP: auto (default) | tcp | single.
+// TANDEM_BOOTSTRAP: auto (default) | pmix | tcp | single.
 Kind requested_kind() {
   auto v = env::get("TANDEM_BOOTSTRAP");
   if (!v || *v == "auto") return Kind::kAuto;
+  if (*v == "pmix") return Kind::kPmix;
   if (*v == "tcp") return Kind::kTcp;
   if (*v == "single") return Kind::kSingle;
-  throw BootstrapError("TANDEM_BOOTSTRAP='" + *v + "' is not one of auto, tcp, single");
+  throw BootstrapError("TANDEM_BOOTSTRAP='" + *v + "' is not one of auto, pmix, tcp, single");
 }
+
+// A PMIx launcher (srun --mpi=pmix, mpirun) marks its processes with these.
+bool launched_by_pmix() { return env::get("PMIX_RANK") || env::get("PMIX_NAMESPACE"); }
 
 bool tcp_requested() {
   return env::get("TANDEM_RENDEZVOUS_ADDR") || env::get("TANDEM_RANK") || env::get("TANDEM_SIZE");
@@ -85,9 +90,12 @@ std::unique_ptr<Bootstrap> bootstrap_from_environment() {
   bootstrap_timeout();  // a bad TANDEM_BOOTSTRAP_TIMEOUT is an error even for a world of one
   Kind kind = requested_kind();
   if (kind == Kind::kAuto) {
-    kind = tcp_requested() ? Kind::kTcp : Kind::kSingle;
+    if (launched_by_pmix()) kind = Kind::kPmix;
+    else if (tcp_requested()) kind = Kind::kTcp;
+    else kind = Kind::kSingle;
   }
   switch (kind) {
+    case Kind::kPmix: return make_pmix_bootstrap(bootstrap_timeout());
     case Kind::kTcp: return tcp_from_environment();
     default: return std::make_unique<SingleBootstrap>();
   }
