@@ -17,7 +17,15 @@ std::string ms_text(std::chrono::milliseconds t) { return std::to_string(t.count
 
 TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
   const auto deadline = Clock::now() + options_.timeout;
-  if (options_.host_store) server_ = std::make_unique<TcpStoreServer>(options_.token, options_.addr.port);
+  if (options_.host_store) {
+    try {
+      server_ = std::make_unique<TcpStoreServer>(options_.token, options_.addr.port);
+    } catch (const SystemError& e) {
+      throw BootstrapError(std::string("rank 0 cannot run the rendezvous store: ") + e.what() +
+                           ": pick a free port in TANDEM_RENDEZVOUS_ADDR (or run the store "
+                           "elsewhere with TANDEM_RENDEZVOUS_SERVE=external)");
+    }
+  }
   client_ = std::make_unique<TcpStoreClient>(options_.addr, options_.token, options_.rank,
                                              options_.size, deadline);
   // Identity exchange: "<node name>\n<job id proposal>"; rank 0's job id wins.

@@ -22,6 +22,8 @@ namespace tandem {
 class TcpStoreServer;
 class TcpStoreClient;
 
+// Not thread-safe: one thread at a time calls a given bootstrap, as every
+// rank must issue the same sequence of operations anyway.
 class TcpBootstrap : public Bootstrap {
  public:
   struct Options {

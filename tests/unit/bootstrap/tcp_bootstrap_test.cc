@@ -313,6 +313,17 @@ TEST_F(TcpBootstrapTest, UnreachableStoreIsNamedAfterTheTimeout) {
             "");
 }
 
+TEST_F(TcpBootstrapTest, RankZeroOnABusyPortSaysSo) {
+  TcpStoreServer busy(kToken);  // holds the port rank 0 is told to serve on
+  setenv("TANDEM_RENDEZVOUS_ADDR", ("127.0.0.1:" + std::to_string(busy.port())).c_str(), 1);
+  setenv("TANDEM_RENDEZVOUS_TOKEN", kToken, 1);
+  setenv("TANDEM_RANK", "0", 1);
+  setenv("TANDEM_SIZE", "2", 1);
+  EXPECT_EQ(expect_throw<BootstrapError>([] { bootstrap_from_environment(); },
+                                         "rank 0 cannot run the rendezvous store"),
+            "");
+}
+
 TEST_F(TcpBootstrapTest, NothingSetIsAWorldOfOne) {
   auto b = bootstrap_from_environment();
   EXPECT_EQ(b->identity().rank, 0);
