@@ -78,6 +78,11 @@ std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<i
   }
   const std::vector<Bytes> all = bootstrap.allgather(endpoint, timeout);
 
+  if (members.size() == 1) {
+    std::vector<tcp::Fd> none(1);
+    return std::make_unique<tcp::TcpTransport>(0, members, std::move(none),
+                                               std::vector<std::string>{"(this rank)"}, timeout);
+  }
   tcp::MeshPlan plan;
   plan.world_rank = id.rank;
   plan.index = index;
@@ -94,9 +99,7 @@ std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<i
     plan.addrs.push_back(*a);
     addresses.push_back(tcp::to_string(*a));
   }
-  std::vector<tcp::Fd> fds;
-  if (members.size() > 1) fds = tcp::connect_mesh(std::move(listener), plan);
-  else fds.resize(1);
+  std::vector<tcp::Fd> fds = tcp::connect_mesh(std::move(listener), plan);
   return std::make_unique<tcp::TcpTransport>(index, members, std::move(fds), std::move(addresses),
                                              timeout);
 }
