@@ -1,5 +1,6 @@
 #include "common/settings.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -39,7 +40,8 @@ int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max) {
   char* end = nullptr;
   errno = 0;
   const long long x = std::strtoll(v, &end, 10);
-  if (end == v || *end != '\0' || errno == ERANGE) reject(name, v, expected);
+  if (std::isspace(static_cast<unsigned char>(*v)) || end == v || *end != '\0' || errno == ERANGE)
+    reject(name, v, expected);
   if (x < min || x > max) reject(name, v, expected);
   return x;
 }
@@ -51,7 +53,9 @@ double env_double(const char* name, double fallback, double min, double max) {
   char* end = nullptr;
   errno = 0;
   const double x = std::strtod(v, &end);
-  if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(x)) reject(name, v, expected);
+  if (std::isspace(static_cast<unsigned char>(*v)) || end == v || *end != '\0' ||
+      errno == ERANGE || !std::isfinite(x))
+    reject(name, v, expected);
   if (x < min || x > max) reject(name, v, expected);
   return x;
 }
