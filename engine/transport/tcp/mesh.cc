@@ -89,7 +89,7 @@ class Mesh {
 
 void Mesh::start_connect(Outgoing& o) {
   o.fd = tcp::start_connect(plan_.addrs[o.index]);
-  configure_data_socket(o.fd.get(), plan_.buffer_bytes);
+  configure_data_socket(o.fd.get());
   o.state = Outgoing::kConnecting;
 }
 
@@ -141,7 +141,7 @@ void Mesh::accept_all() {
     Incoming in;
     in.fd = accept_from(listener_.get(), in.from);
     if (!in.fd.valid()) return;
-    configure_data_socket(in.fd.get(), plan_.buffer_bytes);
+    configure_data_socket(in.fd.get());
     if (pending_.size() >= kMaxPending) {
       reject(pending_.front(), "too many unidentified connections at once; dropping the oldest");
       pending_.pop_front();

@@ -27,7 +27,6 @@ struct MeshPlan {
   std::vector<SockAddr> addrs;     // listening endpoint by group index
   Secret secret{};
   std::chrono::milliseconds timeout{0};
-  int buffer_bytes = 0;            // see configure_data_socket
 };
 
 // Connected sockets by group index (this rank's own slot stays invalid).

@@ -81,16 +81,10 @@ Fd accept_from(int listener, SockAddr& peer) {
   }
 }
 
-void configure_data_socket(int fd, int buffer_bytes) {
+void configure_data_socket(int fd) {
   int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
     throw SystemError("tcp: setsockopt TCP_NODELAY", errno);
-  if (buffer_bytes > 0) {
-    if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof buffer_bytes) != 0)
-      throw SystemError("tcp: setsockopt SO_SNDBUF", errno);
-    if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes) != 0)
-      throw SystemError("tcp: setsockopt SO_RCVBUF", errno);
-  }
 }
 
 int pending_error(int fd) {

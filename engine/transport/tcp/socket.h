@@ -62,12 +62,14 @@ Fd start_connect(const SockAddr& addr);
 // on errors that concern only the connection being accepted (it vanished).
 Fd accept_from(int listener, SockAddr& peer);
 
-// TCP_NODELAY (every message is flushed at once: collectives are
+// TCP_NODELAY: every message is flushed at once (collectives are
 // latency-bound at small sizes and the transport already writes whole
-// messages) and explicit buffer sizes when `buffer_bytes` > 0 (0 keeps Linux's
-// autotuning, which grows buffers up to tcp_wmem/tcp_rmem: setting SO_SNDBUF
-// turns autotuning off and is capped by wmem_max, so it is opt-in).
-void configure_data_socket(int fd, int buffer_bytes);
+// messages). Buffer sizes are left to Linux's autotuning on purpose: it grows
+// them up to net.ipv4.tcp_wmem/tcp_rmem (4 MiB / 32 MiB on Debian 12), while
+// SO_SNDBUF/SO_RCVBUF would switch autotuning off and are capped by
+// net.core.wmem_max/rmem_max; explicit 4 and 16 MiB buffers measured no
+// faster on loopback (docs/tcp.md).
+void configure_data_socket(int fd);
 
 // SO_ERROR after a non-blocking connect: 0 when connected.
 int pending_error(int fd);
