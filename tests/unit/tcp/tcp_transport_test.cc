@@ -2,7 +2,10 @@
 // sizes, concurrent disjoint groups, deadlock-free rings, ordering, misuse.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "common/errors.h"
@@ -213,6 +216,52 @@ TEST(TcpMisuse, BadPeerOrBufferIsInvalidArgument) {
     t->sendrecv(1 - rank, &out, 1, 1 - rank, &in, 1);
     EXPECT_EQ(in, 41 - rank);
   });
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+int count_open_fds() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+// Every socket of a transport is close-on-exec (a script that forks a
+// helper must not keep the job's connections open), and destroying the
+// transports, also after a failure, leaves no descriptor behind.
+TEST(TcpResources, SocketsAreCloseOnExecAndNothingLeaks) {
+  const int before = count_open_fds();
+  run_ranks(4, [&](int rank, Bootstrap& b) {
+    auto t = connect_tcp(b, iota_members(4), kTimeout);
+    b.barrier(kTimeout);
+    if (rank == 0) {
+      int sockets = 0;
+      for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        const auto target = std::filesystem::read_symlink(e.path(), ec).string();
+        if (ec || target.rfind("socket:", 0) != 0) continue;
+        const int fd = std::stoi(e.path().filename().string());
+        ++sockets;
+        EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC) << "fd " << fd << " " << target;
+      }
+      EXPECT_GE(sockets, 12);  // 4 ranks x 3 peers
+    }
+    b.barrier(kTimeout);
+    if (rank == 3) t.reset();
+    uint8_t x = 0;
+    if (rank == 0) {
+      EXPECT_THROW(t->recv(3, &x, 1), PeerLostError);
+    }
+    b.barrier(kTimeout);
+  });
+  EXPECT_EQ(count_open_fds(), before);
 }
 
 }  // namespace
