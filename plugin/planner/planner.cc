@@ -244,6 +244,11 @@ NodePlan plan_node(const Topology& topology, const PlanRequest& request) {
 
   CpuSet usable = topology.allowed;
   if (request.step_cpus) usable = usable.empty() ? *request.step_cpus : usable.intersect(*request.step_cpus);
+  if (usable.empty()) {
+    throw PlanError("the step's CPUs (" + (request.step_cpus ? request.step_cpus->to_string() : std::string("none")) +
+                    ") are not among the CPUs of the topology (" + topology.source + ": " +
+                    topology.allowed.to_string() + "): check that the topology describes this node");
+  }
   detail::assign_cpus(topology, usable, home, plan.tasks, plan.warnings);
   detail::assign_nics(topology, request.policy, anchor, plan.tasks, plan.warnings);
   plan.nccl_filter = detail::nccl_filter(plan.tasks);
