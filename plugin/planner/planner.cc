@@ -185,7 +185,7 @@ void fill_env(TaskPlan& task, const std::optional<EnvVar>& nccl) {
     task.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
   }
   if (task.nic) task.env.push_back({"TANDEM_NIC", task.nic->name()});
-  if (!task.ifname.empty()) task.env.push_back({"TANDEM_SOCKET_IFNAME", task.ifname});
+  if (!task.ifname.empty()) task.env.push_back({"TANDEM_TCP_IFNAME", task.ifname});
   if (nccl) task.env.push_back(*nccl);
 }
 

@@ -112,7 +112,7 @@ TEST(FixturePlan, Dgx8OneTaskPerGpuGetsItsSwitchsHca) {
     EXPECT_EQ(env(t, "TANDEM_NIC"), t.nic->name());
     EXPECT_EQ(t.gpu_source, Source::Planner);
   }
-  EXPECT_EQ(env(p.tasks[5], "TANDEM_SOCKET_IFNAME"), "ib2");
+  EXPECT_EQ(env(p.tasks[5], "TANDEM_TCP_IFNAME"), "ib2");
   EXPECT_EQ(p.tasks[3].gpus[0].bus_id, "0000:24:00.0");
 }
 
