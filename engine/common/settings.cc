@@ -1,5 +1,6 @@
 #include "common/settings.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -7,90 +8,69 @@
 #include "common/errors.h"
 
 namespace tandem {
-namespace settings {
 namespace {
 
-// The raw value, or "" when unset (an empty value counts as unset).
-std::string raw(const char* name) {
+const char* value_of(const char* name) {
   const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
+  return (v == nullptr || *v == '\0') ? nullptr : v;
 }
 
-[[noreturn]] void bad(const char* name, const std::string& value, const std::string& expected) {
+[[noreturn]] void reject(const char* name, const char* value, const std::string& expected) {
   throw InvalidArgument(std::string(name) + "='" + value + "': expected " + expected +
                         "; fix or unset the variable");
 }
 
+std::string range_text(double min, double max) {
+  auto fmt = [](double x) {
+    std::string s = std::to_string(x);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  };
+  return "between " + fmt(min) + " and " + fmt(max);
+}
+
 }  // namespace
 
-std::chrono::milliseconds parse_seconds(const char* name, const std::string& value) {
-  const char* s = value.c_str();
+int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max) {
+  const char* v = value_of(name);
+  if (v == nullptr) return fallback;
+  const std::string expected = "an integer between " + std::to_string(min) + " and " +
+                               std::to_string(max);
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(s, &end);
-  if (value.empty() || end == s || *end != '\0' || errno != 0 || !std::isfinite(v) || v <= 0 ||
-      v > 86400 || value.find_first_of("xXpPnN") != std::string::npos)
-    bad(name, value, "a number of seconds greater than 0 and at most 86400 (e.g. 30 or 0.5)");
-  return std::chrono::milliseconds(static_cast<long long>(std::ceil(v * 1000.0)));
+  const long long x = std::strtoll(v, &end, 10);
+  if (std::isspace(static_cast<unsigned char>(*v)) || end == v || *end != '\0' || errno == ERANGE)
+    reject(name, v, expected);
+  if (x < min || x > max) reject(name, v, expected);
+  return x;
 }
 
-long parse_int(const char* name, const std::string& value, long min, long max) {
-  const char* s = value.c_str();
+double env_double(const char* name, double fallback, double min, double max) {
+  const char* v = value_of(name);
+  if (v == nullptr) return fallback;
+  const std::string expected = "a number " + range_text(min, max);
   char* end = nullptr;
   errno = 0;
-  const long v = std::strtol(s, &end, 10);
-  if (value.empty() || end == s || *end != '\0' || errno != 0 || v < min || v > max)
-    bad(name, value,
-        "a decimal integer from " + std::to_string(min) + " to " + std::to_string(max));
-  return v;
+  const double x = std::strtod(v, &end);
+  if (std::isspace(static_cast<unsigned char>(*v)) || end == v || *end != '\0' ||
+      errno == ERANGE || !std::isfinite(x))
+    reject(name, v, expected);
+  if (x < min || x > max) reject(name, v, expected);
+  return x;
 }
 
-size_t parse_bytes(const char* name, const std::string& value, size_t min, size_t max) {
-  // Plain decimal bytes, or with a binary suffix K, M, G (e.g. 256K).
-  size_t mult = 1;
-  std::string digits = value;
-  if (!digits.empty()) {
-    switch (digits.back()) {
-      case 'K': case 'k': mult = size_t{1} << 10; digits.pop_back(); break;
-      case 'M': case 'm': mult = size_t{1} << 20; digits.pop_back(); break;
-      case 'G': case 'g': mult = size_t{1} << 30; digits.pop_back(); break;
-      default: break;
-    }
-  }
-  const char* s = digits.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  const std::string range = std::to_string(min) + " to " + std::to_string(max) +
-                            " bytes (decimal, optional suffix K, M or G)";
-  if (digits.empty() || digits[0] == '-' || digits[0] == '+' || end == s || *end != '\0' ||
-      errno != 0)
-    bad(name, value, range);
-  if (v > max / mult || v * mult < min || v * mult > max) bad(name, value, range);
-  return static_cast<size_t>(v * mult);
+std::string env_string(const char* name, const std::string& fallback) {
+  const char* v = value_of(name);
+  return v == nullptr ? fallback : std::string(v);
 }
 
-std::chrono::milliseconds timeout() {
-  const std::string v = raw("TANDEM_TIMEOUT");
-  return v.empty() ? std::chrono::milliseconds(300000) : parse_seconds("TANDEM_TIMEOUT", v);
+std::chrono::milliseconds timeout_from_environment() {
+  // Upper bound: a week, so that the conversion to milliseconds cannot
+  // overflow and a typo like 3e30 is caught. The lower bound keeps at least
+  // one millisecond of waiting.
+  const double seconds = env_double(kTimeoutVariable, kDefaultTimeoutSeconds, 0.001, 7 * 86400.0);
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 
-size_t shm_chunk_bytes() {
-  const std::string v = raw("TANDEM_SHM_CHUNK_BYTES");
-  return v.empty() ? size_t{256} << 10
-                   : parse_bytes("TANDEM_SHM_CHUNK_BYTES", v, 4096, size_t{64} << 20);
-}
-
-size_t shm_arena_bytes() {
-  const std::string v = raw("TANDEM_SHM_ARENA_BYTES");
-  return v.empty() ? size_t{64} << 20
-                   : parse_bytes("TANDEM_SHM_ARENA_BYTES", v, 0, size_t{64} << 30);
-}
-
-int shm_spin_us() {
-  const std::string v = raw("TANDEM_SHM_SPIN_US");
-  return v.empty() ? 20 : static_cast<int>(parse_int("TANDEM_SHM_SPIN_US", v, 0, 1000000));
-}
-
-}  // namespace settings
 }  // namespace tandem

@@ -1,41 +1,32 @@
-// The data path's settings, each declared once in settings.cc with its
-// default and parsed strictly: a value that does not parse is an
-// InvalidArgument naming the variable and the value, never a silent default.
-// docs/engine.md lists them from this one place.
+// Environment settings: every TANDEM_*/HOROVOD_* variable is read through
+// these helpers, declared once next to the code that uses it (or here when
+// several layers share it), and parsed strictly: a value that is set but
+// malformed or out of range is an InvalidArgument that names the variable,
+// the value and what was expected, never a silent fallback to the default.
+// An unset or empty variable means "use the default".
 #pragma once
 
 #include <chrono>
-#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tandem {
-namespace settings {
 
-// TANDEM_TIMEOUT (seconds, fraction allowed, default 300): how long a
-// collective waits for a silent (e.g. stopped) peer before failing with
-// TimeoutError. A dead peer is noticed much sooner, independently of this.
-std::chrono::milliseconds timeout();
+// Integer in [min, max]; decimal only, no trailing characters.
+int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max);
 
-// TANDEM_SHM_CHUNK_BYTES (default 262144): bytes per local rank that one
-// pipeline step of a node-local collective moves. Small enough that a step
-// stays in cache, large enough that the two barriers per step are amortised.
-size_t shm_chunk_bytes();
+// Finite number in [min, max] (e.g. "0.5", "300").
+double env_double(const char* name, double fallback, double min, double max);
 
-// TANDEM_SHM_ARENA_BYTES (default 67108864): bytes per local rank of the
-// shared segment reserved for buffers the runtime allocates there
-// (Communicator::allocate_shared); the pages are only backed when used.
-size_t shm_arena_bytes();
+// Raw string (no parsing); fallback when unset or empty.
+std::string env_string(const char* name, const std::string& fallback);
 
-// TANDEM_SHM_SPIN_US (default 20): how long a node-local wait spins before it
-// sleeps on a futex. Ignored (treated as 0) when the node has more local
-// ranks than this process has CPUs, so co-located ranks are never starved.
-int shm_spin_us();
+// TANDEM_TIMEOUT: seconds (fractions allowed, > 0) that any wait on a peer may
+// last without progress before it fails with TimeoutError. Default 300 s: long
+// enough for a slow rank to finish a training step, short enough that a hung
+// job is noticed. Shared by the bootstrap, the transports and the runtime.
+constexpr const char* kTimeoutVariable = "TANDEM_TIMEOUT";
+constexpr double kDefaultTimeoutSeconds = 300.0;
+std::chrono::milliseconds timeout_from_environment();
 
-// Parsing helpers, exposed for tests. Each throws InvalidArgument naming
-// `name` and `value` with what was expected.
-std::chrono::milliseconds parse_seconds(const char* name, const std::string& value);
-size_t parse_bytes(const char* name, const std::string& value, size_t min, size_t max);
-long parse_int(const char* name, const std::string& value, long min, long max);
-
-}  // namespace settings
 }  // namespace tandem

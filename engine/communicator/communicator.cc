@@ -5,6 +5,7 @@
 #include "collectives/collectives.h"
 #include "common/errors.h"
 #include "common/settings.h"
+#include "shm/shm_settings.h"
 #include "shm/shm_group.h"
 
 namespace tandem {
@@ -59,10 +60,10 @@ std::vector<std::vector<int>> ranks_by_node(const Identity& id) {
 
 CommunicatorOptions CommunicatorOptions::from_environment() {
   CommunicatorOptions o;
-  o.timeout = settings::timeout();
-  o.shm_chunk_bytes = settings::shm_chunk_bytes();
-  o.shm_arena_bytes = settings::shm_arena_bytes();
-  o.shm_spin_us = settings::shm_spin_us();
+  o.timeout = timeout_from_environment();
+  o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
+  o.shm_arena_bytes = shm_arena_bytes_from_environment();
+  o.shm_spin_us = shm_spin_us_from_environment();
   return o;
 }
 

@@ -46,7 +46,8 @@ struct CommunicatorOptions {
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 20;                        // TANDEM_SHM_SPIN_US
-  // Reads the variables above (common/settings.h); throws InvalidArgument.
+  // Reads the variables above (common/settings.h, shm/shm_settings.h);
+  // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
 };
 
