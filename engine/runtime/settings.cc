@@ -1,12 +1,12 @@
 #include "runtime/settings.h"
 
-#include <cerrno>
-#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <strings.h>
 
 #include "common/errors.h"
+#include "common/settings.h"
 
 namespace tandem::runtime {
 
@@ -44,44 +44,17 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
 
 namespace {
 
-[[noreturn]] void bad(const char* var, const char* value, const char* expected) {
-  throw InvalidArgument(std::string(var) + "='" + value + "': expected " + expected +
-                        "; fix or unset the variable");
-}
-
-size_t parse_size(const char* var, const char* v) {
-  if (*v == '\0' || std::strspn(v, "0123456789") != std::strlen(v))
-    bad(var, v, "a non-negative integer");
-  errno = 0;
-  unsigned long long x = std::strtoull(v, nullptr, 10);
-  if (errno == ERANGE) bad(var, v, "a non-negative integer that fits in 64 bits");
-  return static_cast<size_t>(x);
-}
-
-double parse_number(const char* var, const char* v) {
-  char* end = nullptr;
-  errno = 0;
-  double x = std::strtod(v, &end);
-  if (*v == '\0' || *end != '\0' || errno == ERANGE || !std::isfinite(x) || x < 0)
-    bad(var, v, "a non-negative number");
-  return x;
-}
-
-bool parse_bool(const char* var, const char* v) {
-  for (const char* t : {"1", "true", "yes", "on"})
-    if (strcasecmp(v, t) == 0) return true;
-  for (const char* f : {"0", "false", "no", "off"})
-    if (strcasecmp(v, f) == 0) return false;
-  bad(var, v, "1/0, true/false, yes/no or on/off");
-}
-
 LogLevel parse_level(const char* var, const char* v) {
   static const char* const names[] = {"trace", "debug", "info", "warning", "error", "fatal"};
   for (int i = 0; i < 6; ++i)
     if (strcasecmp(v, names[i]) == 0) return static_cast<LogLevel>(i);
   if (strcasecmp(v, "warn") == 0) return LogLevel::kWarning;
-  bad(var, v, "one of trace, debug, info, warning, error, fatal");
+  throw InvalidArgument(std::string(var) + "='" + v +
+                        "': expected one of trace, debug, info, warning, error, fatal; fix or "
+                        "unset the variable");
 }
+
+constexpr double kMaxSeconds = 7 * 86400.0;  // a week: catches typos like 6e10
 
 }  // namespace
 
@@ -90,8 +63,13 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
   Settings s;
   // Returns the value and the variable it came from, or nullptr when unset.
   auto value = [&](const SettingSpec& spec, const char** var) -> const char* {
-    const char* t = get(spec.name);
-    const char* h = spec.horovod_name ? get(spec.horovod_name) : nullptr;
+    // Empty means unset, as everywhere in the engine (common/settings.h).
+    auto lookup = [&](const char* n) -> const char* {
+      const char* v = n ? get(n) : nullptr;
+      return (v && *v) ? v : nullptr;
+    };
+    const char* t = lookup(spec.name);
+    const char* h = lookup(spec.horovod_name);
     if (t && h && std::strcmp(t, h) != 0)
       throw InvalidArgument(std::string(spec.name) + "='" + t + "' and " + spec.horovod_name +
                             "='" + h + "' disagree; set only one of them");
@@ -103,21 +81,23 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
     const char* v = value(spec, &var);
     if (!v) continue;
     std::string n = spec.name;
-    if (n == "TANDEM_FUSION_THRESHOLD") s.fusion_threshold_bytes = parse_size(var, v);
-    else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = parse_number(var, v);
-    else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = parse_number(var, v);
-    else if (n == "TANDEM_CACHE_CAPACITY") s.cache_capacity = parse_size(var, v);
+    // The strict parsers are the engine's (common/settings.h); the ranges
+    // are here, next to the declarations.
+    if (n == "TANDEM_FUSION_THRESHOLD")
+      s.fusion_threshold_bytes = static_cast<size_t>(parse_int_setting(var, v, 0, int64_t{1} << 40));
+    else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = parse_double_setting(var, v, 0, 60000);
+    else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = parse_double_setting(var, v, 0, 60000);
+    else if (n == "TANDEM_CACHE_CAPACITY")
+      s.cache_capacity = static_cast<size_t>(parse_int_setting(var, v, 0, 1 << 20));
     else if (n == "TANDEM_TIMELINE") s.timeline_path = v;
-    else if (n == "TANDEM_TIMELINE_MARK_CYCLES") s.timeline_mark_cycles = parse_bool(var, v);
-    else if (n == "TANDEM_STALL_CHECK_TIME_SECONDS") s.stall_check_seconds = parse_number(var, v);
+    else if (n == "TANDEM_TIMELINE_MARK_CYCLES") s.timeline_mark_cycles = parse_bool_setting(var, v);
+    else if (n == "TANDEM_STALL_CHECK_TIME_SECONDS")
+      s.stall_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
     else if (n == "TANDEM_STALL_SHUTDOWN_TIME_SECONDS")
-      s.stall_shutdown_seconds = parse_number(var, v);
+      s.stall_shutdown_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
     else if (n == "TANDEM_LOG_LEVEL") s.log_level = parse_level(var, v);
     else throw Error("runtime: setting " + n + " is declared but not parsed (a bug)");
   }
-  if (s.cache_capacity > (1u << 20))
-    throw InvalidArgument("TANDEM_CACHE_CAPACITY=" + std::to_string(s.cache_capacity) +
-                          ": expected at most 1048576 entries");
   return s;
 }
 

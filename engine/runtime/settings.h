@@ -2,10 +2,9 @@
 // settings.cc, with its Tandem name, the Horovod name it also honors, its
 // default and its description; docs/runtime.md lists the same table (a unit
 // test keeps them in step). Values are parsed strictly: a bad value is an
-// InvalidArgument naming the variable and the value, never a silent default.
-//
-// (There is no engine-wide settings module on main yet; when one lands these
-// declarations move onto it unchanged.)
+// InvalidArgument naming the variable and the value, never a silent default,
+// by the engine's one strict reader (common/settings.h). An empty value means
+// unset. The runtime's deadline is the engine's TANDEM_TIMEOUT.
 #pragma once
 
 #include <cstddef>

@@ -126,7 +126,7 @@ TEST(Settings, DefaultsHorovodNamesAndStrictParsing) {
            {"HOROVOD_FUSION_THRESHOLD", "64MB"}, {"TANDEM_CYCLE_TIME", "-1"},
            {"TANDEM_CACHE_CAPACITY", "1e3"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "soon"},
            {"TANDEM_LOG_LEVEL", "loud"}, {"TANDEM_TIMELINE_MARK_CYCLES", "2"},
-           {"TANDEM_CYCLE_TIME", ""}}) {
+           {"TANDEM_CACHE_CAPACITY", "2000000"}, {"TANDEM_FUSION_THRESHOLD", " 5"}}) {
     try {
       Settings::from_environment(env({bad}));
       ADD_FAILURE() << bad.first << "=" << bad.second << " was accepted";
@@ -136,6 +136,8 @@ TEST(Settings, DefaultsHorovodNamesAndStrictParsing) {
           << e.what();
     }
   }
+  // Empty is unset, as in every engine setting (common/settings.h).
+  EXPECT_EQ(Settings::from_environment(env({{"TANDEM_CYCLE_TIME", ""}})).cycle_time_ms, 0.5);
   EXPECT_THROW(Settings::from_environment(
                    env({{"TANDEM_CACHE_CAPACITY", "5"}, {"HOROVOD_CACHE_CAPACITY", "6"}})),
                InvalidArgument);
