@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "api/guard.h"
+#include "api/join.h"
+#include "runtime/communicator_data_path.h"
 #include "common/errors.h"
 
 namespace tandem::api {
@@ -79,6 +81,16 @@ tandem_result_t enqueue(const tandem_tensor_t* tensors, int count, const runtime
 void install_runtime(std::unique_ptr<runtime::Runtime> rt) {
   std::lock_guard<std::mutex> lock(slot_mu);
   slot = std::move(rt);
+}
+
+void start_runtime(Communicator& world) {
+  runtime::Settings settings = runtime::Settings::from_environment();
+  const CommunicatorOptions options = CommunicatorOptions::from_environment();
+  auto factory = std::make_unique<runtime::CommunicatorDataPathFactory>(
+      world.bootstrap(), job_transport(), options, settings.fusion_threshold_bytes);
+  const Identity& id = world.identity();
+  install_runtime(std::make_unique<runtime::Runtime>(id.rank, id.size, std::move(factory),
+                                                     std::move(settings)));
 }
 
 void uninstall_runtime() {
