@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "shm/stream_copy.h"
 
 namespace tandem {
 namespace {
@@ -188,6 +189,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   if (count == 0) return;
   if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r);
   const bool zero_copy = in_arena(send, count * es);
+  const bool streaming = count * es >= kStreamingBytes;
   const size_t step_elems = chunk_ / es;
   std::vector<const void*> in(n_);
   Reduction stage = r;
@@ -212,7 +214,11 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
     char* dst = static_cast<char*>(recv) + start * es;
     for (int j = 0; j < n_; ++j) {
       split(m, n_, j, es, &lo, &hi);
-      if (hi > lo) std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
+      if (hi <= lo) continue;
+      if (streaming)
+        stream_copy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
+      else
+        std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
     }
   }
 }
