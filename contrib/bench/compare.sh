@@ -26,7 +26,7 @@ for np in $nps; do
   # shellcheck disable=SC2086
   "$run" -np "$np" "$bench" $sizes > "$out/tandem-$np.txt"
   # shellcheck disable=SC2086
-  "$run" -np "$np" "$bench" -s -i $sizes > "$out/tandem-shared-$np.txt"
+  TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "$run" -np "$np" "$bench" -s -i $sizes > "$out/tandem-shared-$np.txt"
   if [ -x "$mpibench" ]; then
     mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" --mca pml ob1 --mca btl self,vader)
     # shellcheck disable=SC2086
