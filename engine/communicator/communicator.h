@@ -92,6 +92,7 @@ class Communicator {
   template <typename F>
   void run(F&& body);
   void poison(const std::exception_ptr& e);
+  std::exception_ptr prefer_local_record(std::exception_ptr e);
   Transport& world_transport();
   void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r);
 

@@ -78,6 +78,9 @@ class ShmGroup {
 
   // Fails every local rank's current and next operations with `kind`.
   void abort(AbortKind kind, const std::string& message) { sync_->abort(kind, message); }
+  // Throws the failure a local rank recorded, if any.
+  void check_aborted() const { sync_->check_aborted(); }
+  bool aborted() const { return sync_->aborted(); }
 
  private:
   void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r);
