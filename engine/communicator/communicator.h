@@ -45,7 +45,7 @@ struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};  // TANDEM_TIMEOUT
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
-  int shm_spin_us = 20;                        // TANDEM_SHM_SPIN_US
+  int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();

@@ -167,9 +167,9 @@ void NodeSync::wait(const char* what) {
   // whole time slice. Sleeping too early is as bad: waking from a futex
   // takes tens of microseconds, and two ranks that keep waking each other
   // settle at that latency per barrier. When the node has more ranks than
-  // we have CPUs the spin is skipped and the yield phase kept short.
+  // we have CPUs the pure spin is skipped: we only yield.
   const auto spin_end = start + std::chrono::microseconds(oversubscribed_ ? 0 : std::min(spin_us_, 5));
-  const auto yield_end = start + std::chrono::microseconds(oversubscribed_ ? std::min(spin_us_, 20) : spin_us_);
+  const auto yield_end = start + std::chrono::microseconds(spin_us_);
   for (int i = 1;; ++i) {
     if (all_arrived(target)) return;
     if ((i & 15) == 0) {

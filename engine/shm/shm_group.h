@@ -35,7 +35,7 @@ struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = size_t{256} << 10;
   size_t arena_bytes = size_t{64} << 20;
-  int spin_us = 20;
+  int spin_us = 50;
 };
 
 class ShmGroup {
