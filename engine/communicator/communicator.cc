@@ -1,6 +1,7 @@
 #include "communicator/communicator.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "collectives/collectives.h"
 #include "common/errors.h"
@@ -135,9 +136,27 @@ void Communicator::run(F&& body) {
   try {
     body();
   } catch (const Error&) {
-    poison(std::current_exception());
-    throw;
+    std::exception_ptr e = std::current_exception();
+    if (id_.cross_size > 1) e = prefer_local_record(e);
+    poison(e);
+    std::rethrow_exception(e);
   }
+}
+
+// Across nodes a failure travels as closed connections: a rank whose TCP peer
+// aborted learns "rank X closed", where X may only have relayed the news. If
+// a local peer recorded the original cause in the segment (or does so
+// shortly), report that instead, so that ranks agree on which rank was lost.
+std::exception_ptr Communicator::prefer_local_record(std::exception_ptr e) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  while (!shm_->aborted() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  try {
+    shm_->check_aborted();
+  } catch (const Error&) {
+    return std::current_exception();
+  }
+  return e;
 }
 
 void Communicator::abort(const std::string& why) { poison(std::make_exception_ptr(AbortedError(why))); }

@@ -45,7 +45,7 @@ struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};  // TANDEM_TIMEOUT
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
-  int shm_spin_us = 20;                        // TANDEM_SHM_SPIN_US
+  int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
   // Connect the transport joining every rank in the constructor rather than
   // on first use, so that the bootstrap is never used after construction
   // (a process set's bootstrap only works while the whole world takes part:
@@ -102,6 +102,7 @@ class Communicator {
   template <typename F>
   void run(F&& body);
   void poison(const std::exception_ptr& e);
+  std::exception_ptr prefer_local_record(std::exception_ptr e);
   Transport& world_transport();
   void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r);
 
