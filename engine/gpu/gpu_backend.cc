@@ -239,8 +239,7 @@ std::unique_ptr<GpuBackend> GpuBackend::create(const Identity& me, const GpuSett
                                                std::chrono::milliseconds timeout) {
   const GpuStatus status = probe(settings);
   if (!status.available)
-    throw UnsupportedError("GPU tensors cannot be used on rank " + std::to_string(me.rank) + ": " +
-                           status.reason);
+    throw UnsupportedError(status.reason);
   CudaApi cuda = CudaApi::load(settings);
   NcclApi nccl = NcclApi::load(settings);
   DeviceChoice choice =

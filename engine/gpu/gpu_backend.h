@@ -57,8 +57,9 @@ class GpuWork;  // an operation in flight (opaque; see gpu_backend.cc)
 class GpuBackend {
  public:
   // Loads CUDA and NCCL, selects and sets this rank's device. Throws
-  // UnsupportedError with probe()'s reason when the GPU path cannot run
-  // (always, in a build without the CUDA headers: gpu_backend_without_headers.cc).
+  // UnsupportedError with probe()'s reason (the caller names the rank) when
+  // the GPU path cannot run (always, in a build without the CUDA headers:
+  // gpu_backend_without_headers.cc).
   // timeout: the engine's TANDEM_TIMEOUT, bound of every GPU wait.
   static std::unique_ptr<GpuBackend> create(const Identity& me, const GpuSettings& settings,
                                             std::chrono::milliseconds timeout);

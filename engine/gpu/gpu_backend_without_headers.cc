@@ -8,10 +8,9 @@
 namespace tandem {
 namespace gpu {
 
-std::unique_ptr<GpuBackend> GpuBackend::create(const Identity& me, const GpuSettings& settings,
+std::unique_ptr<GpuBackend> GpuBackend::create(const Identity&, const GpuSettings& settings,
                                                std::chrono::milliseconds) {
-  throw UnsupportedError("GPU tensors cannot be used on rank " + std::to_string(me.rank) + ": " +
-                         probe(settings).reason);
+  throw UnsupportedError(probe(settings).reason);
 }
 
 }  // namespace gpu
