@@ -18,6 +18,7 @@
 #include <getopt.h>
 
 #include "tandem/tandem.h"
+#include "tandem-bench-device.h"  // --device cuda
 
 namespace {
 
@@ -236,6 +237,15 @@ bool check(const Case& c, const Options& o, void* send, void* recv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // ---- device mode (GPU path): tandem-bench --device cuda [...]
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--device") != 0) continue;
+    if (std::strcmp(argv[i + 1], "cuda") != 0) usage("--device takes 'cuda'");
+    std::vector<char*> rest(argv, argv + argc);
+    rest.erase(rest.begin() + i, rest.begin() + i + 2);
+    return device_bench_main(static_cast<int>(rest.size()), rest.data());
+  }
+  // ---- end device mode
   const Options o = parse(argc, argv);
   must(tandem_init(), "tandem_init");
   int n = 1, me = 0, nodes = 1, local = 1;
