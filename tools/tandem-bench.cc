@@ -45,7 +45,9 @@ struct Options {
                "  -n, -w  timed and warm-up iterations (default: by size)\n"
                "  -C  check results (default 1)\n"
                "  -s  send buffers in the node's shared segment (tandem_alloc_shared): no copy-in\n"
-               "  -i  in place (send == recv) for allreduce\n");
+               "  -i  in place (send == recv) for allreduce\n"
+               "  --device cuda [-c COLL|all] [-b MIN] [-e MAX] [-n ITERS]: GPU buffers through the\n"
+               "      runtime and NCCL, float32 sum, results checked (docs/gpu.md)\n");
   std::exit(why ? 2 : 0);
 }
 
