@@ -7,9 +7,11 @@
 #include <mutex>
 #include <thread>
 
+#include "api/device_stream.h"
 #include "api/guard.h"
 #include "api/join.h"
 #include "runtime/communicator_data_path.h"
+#include "runtime/gpu_data_path.h"
 #include "common/errors.h"
 
 namespace tandem::api {
@@ -62,6 +64,7 @@ runtime::TensorArg convert(const tandem_tensor_t* t) {
   a.dtype = t->dtype;
   a.device = t->device;
   a.shape.assign(t->shape, t->shape + t->ndim);
+  if (t->device != TANDEM_DEVICE_CPU) a.stream = current_device_stream();
   return a;
 }
 
@@ -89,8 +92,9 @@ void start_runtime(Communicator& world) {
   auto factory = std::make_unique<runtime::CommunicatorDataPathFactory>(
       world.bootstrap(), job_transport(), options, settings.fusion_threshold_bytes);
   const Identity& id = world.identity();
-  install_runtime(std::make_unique<runtime::Runtime>(id.rank, id.size, std::move(factory),
-                                                     std::move(settings)));
+  install_runtime(std::make_unique<runtime::Runtime>(
+      id.rank, id.size, std::move(factory), std::move(settings), nullptr,
+      runtime::make_gpu_data_path(id, options.timeout)));
 }
 
 void uninstall_runtime() {
@@ -262,6 +266,11 @@ TANDEM_API tandem_result_t tandem_handle_output_data(tandem_handle_t handle, int
   return with_handle(handle, [&](rt::Runtime&, rt::HandleState& h) {
     const rt::TensorOutput& o = done_output(h, index);
     if (!data || !bytes) throw tandem::InvalidArgument("data or bytes is NULL");
+    if (o.device) {  // a GPU tensor's result: a device pointer
+      *data = o.device->memory.get();
+      *bytes = o.device->bytes;
+      return;
+    }
     *data = o.data.data();
     *bytes = o.data.size();
   });
@@ -271,12 +280,13 @@ TANDEM_API tandem_result_t tandem_handle_copy_output(tandem_handle_t handle, int
                                                      size_t bytes) {
   return with_handle(handle, [&](rt::Runtime&, rt::HandleState& h) {
     const rt::TensorOutput& o = done_output(h, index);
-    if (bytes != o.data.size())
+    const size_t held = o.device ? o.device->bytes : o.data.size();
+    if (bytes != held)
       throw tandem::InvalidArgument("copy_output: " + std::to_string(bytes) +
-                                    " bytes given, the output holds " +
-                                    std::to_string(o.data.size()));
+                                    " bytes given, the output holds " + std::to_string(held));
     if (bytes && !dst) throw tandem::InvalidArgument("dst is NULL");
-    if (bytes) std::memcpy(dst, o.data.data(), bytes);
+    if (bytes && o.device) o.device->copy(dst, o.device->memory.get(), bytes);
+    else if (bytes) std::memcpy(dst, o.data.data(), bytes);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,9 +18,20 @@
 
 namespace tandem::runtime {
 
+// A result in device memory (GPU tensors, device_path.h): the memory is
+// owned here; `copy` moves it to the caller's buffer (a synchronous
+// cudaMemcpy in the NCCL path).
+struct DeviceData {
+  std::shared_ptr<void> memory;
+  size_t bytes = 0;
+  int device = TANDEM_DEVICE_CPU;
+  std::function<void(void* dst, const void* src, size_t bytes)> copy;
+};
+
 struct TensorOutput {
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;
+  std::shared_ptr<DeviceData> device;  // set for device tensors; data is then empty
 };
 
 class HandleState {

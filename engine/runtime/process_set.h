@@ -24,6 +24,7 @@ struct TensorEntry {
   Request request;
   const void* input = nullptr;
   void* output = nullptr;
+  void* stream = nullptr;  // device tensors: the framework's cudaStream_t (NULL: default)
   std::shared_ptr<HandleState> handle;
   int index = 0;  // position in the handle's group
   enum class Announced { kNo, kByBit, kInFull } announced = Announced::kNo;

@@ -35,12 +35,13 @@ tandem_result_t code_of(const std::exception& e) {
 }  // namespace
 
 Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
-                 Log::Sink log_sink)
+                 Log::Sink log_sink, std::unique_ptr<DevicePath> device)
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),
       log_(rank, settings_.log_level, std::move(log_sink)),
-      factory_(std::move(factory)) {
+      factory_(std::move(factory)),
+      device_(std::move(device)) {
   std::vector<int> all(static_cast<size_t>(size_));
   std::iota(all.begin(), all.end(), 0);
   auto dp = factory_->create(all);
@@ -107,10 +108,11 @@ std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tens
                                               "name that is the same on every rank");
     if (dtype_bytes(t.dtype) == 0)
       throw InvalidArgument(what + ": unknown dtype " + std::to_string(t.dtype));
-    if (t.device != TANDEM_DEVICE_CPU)
-      throw UnsupportedError(what + ": device " + std::to_string(t.device) +
-                             " is a GPU; this build moves host tensors only (GPU through NCCL "
-                             "is not implemented yet): copy the tensor to the CPU");
+    // GPU tensors are negotiated like host ones and run on the device path
+    // (device_path.h), which also reports an unusable GPU path on every rank.
+    if (t.device < TANDEM_DEVICE_CPU)
+      throw InvalidArgument(what + ": device " + std::to_string(t.device) +
+                            " is neither TANDEM_DEVICE_CPU (-1) nor a CUDA device index (>= 0)");
     for (int64_t d : t.shape)
       if (d < 0) throw InvalidArgument(what + ": negative dimension in shape " +
                                        shape_string(t.shape));
@@ -194,6 +196,7 @@ std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tens
       e.request = requests[i];
       e.input = tensors[i].input;
       e.output = tensors[i].output;
+      e.stream = tensors[i].stream;
       e.handle = handle;
       e.index = static_cast<int>(i);
       set->fresh.push_back(e.request.name);
@@ -481,6 +484,19 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
       continue;
     }
     counters_.add(Counter::kBatches);
+    if (lead.kind == Response::Kind::kTensor && lead.first().device != TANDEM_DEVICE_CPU) {
+      std::vector<const Response*> members;
+      std::vector<TensorEntry*> mine;
+      for (size_t m : b.members) {
+        members.push_back(&responses[m]);
+        mine.push_back(entries[m]);
+      }
+      auto results = run_on_device(ctx, set.id(), members, mine);
+      for (size_t k = 0; k < b.members.size(); ++k)
+        finish(b.members[k], results[k].code, results[k].error, std::move(results[k].output),
+               std::move(results[k].splits));
+      continue;
+    }
     switch (lead.type) {
       case OpType::kAllreduce: {
         std::vector<const Response*> members;
@@ -563,6 +579,7 @@ void Runtime::run_internal(ProcessSet& global, Response& r) {
     victim = *it;
     sets_.erase(it);
   }
+  if (device_) device_->remove_process_set(id);
   std::map<std::string, TensorEntry> orphans;
   {
     std::lock_guard<std::mutex> lock(victim->mu);
@@ -605,6 +622,7 @@ void Runtime::fail_all(tandem_result_t code, const std::string& message) {
       broken_message_ = message;
     }
   }
+  if (device_) device_->abort(message);
   for (const auto& set : sets_snapshot()) {
     std::map<std::string, TensorEntry> pending;
     {
@@ -620,6 +638,21 @@ void Runtime::fail_all(tandem_result_t code, const std::string& message) {
     join.swap(join_handle_);
   }
   if (join) join->complete_one(0, code, message);
+}
+
+std::vector<DevicePath::Result> Runtime::run_on_device(
+    ExecContext& ctx, int set_id, const std::vector<const Response*>& responses,
+    const std::vector<TensorEntry*>& entries) {
+  if (device_) return device_->run(ctx, set_id, responses, entries);
+  // Same answer on every rank (the runtime is built the same way everywhere).
+  std::vector<DevicePath::Result> out(responses.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].code = TANDEM_ERR_UNSUPPORTED;
+    out[i].error = std::string(op_type_name(responses[i]->type)) + " '" + responses[i]->name +
+                   "': device " + std::to_string(responses[i]->first().device) +
+                   " is a GPU and this runtime has no GPU path; copy the tensor to the CPU";
+  }
+  return out;
 }
 
 }  // namespace tandem::runtime

@@ -27,6 +27,7 @@
 
 #include "runtime/counters.h"
 #include "runtime/data_path.h"
+#include "runtime/device_path.h"
 #include "runtime/handle.h"
 #include "runtime/log.h"
 #include "runtime/process_set.h"
@@ -44,6 +45,7 @@ struct TensorArg {
   int dtype = TANDEM_FLOAT32;
   int device = TANDEM_DEVICE_CPU;
   std::vector<int64_t> shape;
+  void* stream = nullptr;  // device tensors: cudaStream_t to order after (NULL: default)
 };
 
 struct OpArgs {
@@ -59,9 +61,10 @@ struct OpArgs {
 class Runtime {
  public:
   // Collective over the world: creates the global set's data path. Starts
-  // the background thread.
+  // the background thread. device: runs batches of device tensors
+  // (device_path.h); without one they fail with TANDEM_ERR_UNSUPPORTED.
   Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
-          Log::Sink log_sink = nullptr);
+          Log::Sink log_sink = nullptr, std::unique_ptr<DevicePath> device = nullptr);
   // Asks the other ranks to stop, joins the thread, fails what is pending
   // (TANDEM_ERR_ABORTED) so that every wait ends. Idempotent.
   void stop();
@@ -96,6 +99,9 @@ class Runtime {
   void reannounce_evicted(ProcessSet& set);
   void execute(ProcessSet& set, std::vector<Response>& responses);
   void run_internal(ProcessSet& global, Response& r);
+  std::vector<DevicePath::Result> run_on_device(ExecContext& ctx, int set_id,
+                                                const std::vector<const Response*>& responses,
+                                                const std::vector<TensorEntry*>& entries);
   void check_stalls();
   void fail_all(tandem_result_t code, const std::string& message);
   std::shared_ptr<ProcessSet> find_set(int id) const;
@@ -109,6 +115,7 @@ class Runtime {
   const Settings settings_;
   Log log_;
   std::unique_ptr<DataPathFactory> factory_;
+  std::unique_ptr<DevicePath> device_;  // GPU tensors; may be null
   HandleTable handles_;
   Timeline timeline_;
   Counters counters_;

@@ -235,10 +235,26 @@ typedef int64_t tandem_handle_t;
 
 /* The global process set (every rank) has id 0. */
 #define TANDEM_GLOBAL_PROCESS_SET 0
-/* Device field of tandem_tensor_t: host memory. CUDA devices (>= 0) are
- * accepted later through NCCL; until then they fail with
- * TANDEM_ERR_UNSUPPORTED. */
+/* Device field of tandem_tensor_t: host memory. A CUDA device index (>= 0)
+ * marks a GPU tensor: input and output are device pointers on that GPU
+ * (which must be the GPU this rank uses: local rank, or TANDEM_GPU_DEVICE).
+ * GPU tensors are negotiated like host ones (the device must agree across
+ * ranks) and moved by NCCL; where the GPU path is not usable on some rank
+ * (no driver, no GPU, no NCCL, a build without CUDA headers) they fail on
+ * every rank with TANDEM_ERR_UNSUPPORTED naming the ranks and the reason
+ * (see tandem_gpu_available()), and the job goes on. Engine-allocated
+ * results of GPU tensors live in device memory: tandem_handle_output_data()
+ * gives a device pointer and tandem_handle_copy_output() copies with
+ * cudaMemcpy (dst may be device or host memory). */
 #define TANDEM_DEVICE_CPU (-1)
+
+/* The CUDA stream (a cudaStream_t; NULL = the legacy default stream) on
+ * which the GPU tensors this thread enqueues from now on are ordered: the
+ * operation starts after the work already queued on that stream, and work
+ * queued on it after the handle completes sees the result. Per calling
+ * thread; host tensors ignore it. Bindings call it before enqueuing CUDA
+ * tensors, e.g. with torch.cuda.current_stream().cuda_stream. */
+TANDEM_API tandem_result_t tandem_set_device_stream(void *stream);
 
 /* One tensor as the enqueue calls see it. Shapes are row-major, ndim may be
  * 0 (a scalar: one element). */

@@ -423,9 +423,11 @@ TEST(Collectives, ArgumentErrorsAreImmediate) {
   EXPECT_THROW(rt.enqueue({tensor("", &x, &y, {})}, allreduce()), InvalidArgument);
   EXPECT_THROW(rt.enqueue({tensor("n", nullptr, &y, {3})}, allreduce()), InvalidArgument);
   EXPECT_THROW(rt.enqueue({tensor("n", &x, &y, {1}, 42)}, allreduce()), InvalidArgument);
+  // GPU tensors are negotiated, not refused here (gpu_routing_test.cc); only
+  // a device index that is neither -1 nor a CUDA index is an argument error.
   TensorArg gpu = tensor("g", &x, &y, {});
-  gpu.device = 0;
-  EXPECT_THROW(rt.enqueue({gpu}, allreduce()), UnsupportedError);
+  gpu.device = -2;
+  EXPECT_THROW(rt.enqueue({gpu}, allreduce()), InvalidArgument);
   OpArgs scaled = allreduce();
   scaled.prescale = 2;
   EXPECT_THROW(rt.enqueue({tensor("i", &x, &y, {}, TANDEM_INT32)}, scaled), InvalidArgument);
