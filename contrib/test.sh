@@ -20,21 +20,25 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build"
 
-results=()
 failed=0
-stage() {  # stage NAME CMD...: runs one stage, records its outcome
+stage() {  # stage NAME CMD...: runs one stage; a failure is counted, later stages still run
   local name=$1; shift
   echo "== $name"
-  if "$@"; then results+=("$name: ok"); else results+=("$name: FAILED"); failed=$((failed + 1)); fi
+  "$@" || { echo "== $name: FAILED"; failed=$((failed + 1)); }
 }
 
 stage unit meson test -C "$build" --print-errorlogs --suite unit
 
+# gpu (NCCL path): the same unit suite with CUDA and NCCL hidden from the
+# loader, as on a CPU-only node (the ld.so cache would find them otherwise).
+stage unit-without-cuda env TANDEM_CUDA_LIBRARY=/nonexistent/libcudart.so.13 \
+  TANDEM_NCCL_LIBRARY=/nonexistent/libnccl.so.2 LD_LIBRARY_PATH= \
+  meson test -C "$build" --print-errorlogs --suite unit --logbase testlog-without-cuda
+
 stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-  --build-dir "$build" "$root/tests/e2e"
+  --junitxml="$build/e2e-results.xml" --build-dir "$build" "$root/tests/e2e"
 
 echo "== summary"
-printf '  %s\n' "${results[@]}"
-passed=$(( ${#results[@]} - failed ))
-echo "$passed passed, $failed failed"
+/usr/bin/python3 "$root/contrib/test_summary.py" \
+  "meson:$build/meson-logs/testlog.json" "junit:$build/e2e-results.xml" || failed=$((failed + 1))
 [ "$failed" -eq 0 ]

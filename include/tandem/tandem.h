@@ -166,6 +166,16 @@ TANDEM_API tandem_result_t tandem_wait(tandem_request_t request);
 /* Releases a completed request. Freeing a running request waits for it. */
 TANDEM_API void tandem_request_free(tandem_request_t request);
 
+/* ------------------------------------------------------------- GPU (NCCL) */
+
+/* 1 when GPU tensors can be used in this process (CUDA runtime and NCCL
+ * load, a driver and a GPU are present), else 0. When reason is not NULL it
+ * receives a thread-local string saying why not ("no NVIDIA driver on this
+ * node ...") or which GPU path is in use. Loads the libraries on first call;
+ * never fails because of a missing GPU. Returns -1 only for a bad setting
+ * such as TANDEM_GPU_DEVICE=x; reason then holds that message. */
+TANDEM_API int tandem_gpu_available(const char **reason);
+
 /* ------------------------------------------------ runtime (named tensors) */
 
 /* The negotiated runtime: the background thread, named tensors, fusion,

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The README's demo: on a fresh Debian 12 machine, installs what is missing,
+# builds, starts a local 3-node Slurm cluster, runs a 4-task step through
+#   srun -N 2 -n 4 --horovod=verbose tandem-whoami
+# (each task prints the identity the plugin gave it) and stops the cluster.
+#
+#   contrib/demo.sh            # BUILD=dir for another build directory
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+name=demo$$
+cd "$root"
+
+"$root/contrib/install-deps.sh"
+
+echo "== build ($build)"
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" -Dwerror=true -Dcuda=auto -Dtests=disabled >/dev/null
+fi
+ninja -C "$build" >/dev/null
+
+echo "== local cluster"
+trap '"$root/contrib/cluster/stop.sh" --name "$name" --build "$build"' EXIT
+"$root/contrib/cluster/start.sh" --name "$name" --build "$build" --nodes 3 --cpus 8 --gpus 4
+export SLURM_CONF=$build/cluster/$name/slurm.conf
+
+echo "== srun -N 2 -n 4 --horovod=verbose tandem-whoami"
+# stdout: tandem-whoami per task; stderr: the plugin's verbose line per task.
+srun --immediate=30 -N 2 -n 4 --ntasks-per-node=2 --gpus-per-node=2 --horovod=verbose \
+  "$build/tools/tandem-whoami" 2>&1 | sort

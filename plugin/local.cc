@@ -1,0 +1,61 @@
+// srun (S_CTX_LOCAL): makes an enabled step use PMIx.
+//
+// srun reads SLURM_MPI_TYPE while it parses its options, before option
+// callbacks or init_post_opt run, so slurm_spank_init predicts the final mode
+// from srun's argv (srun_args.h), the #SBATCH variable and the site default,
+// and sets SLURM_MPI_TYPE=pmix when the step will be enabled and the user
+// named no MPI type. init_post_opt, which knows the real mode, then checks the
+// prediction held: a step is never enabled without PMIx.
+#include <cstdlib>
+
+#include "plugin_error.h"
+#include "plugin_state.h"
+#include "srun_args.h"
+
+namespace tandem::plugin {
+namespace {
+
+bool is_pmix(const std::string& mpi) { return mpi.rfind("pmix", 0) == 0; }
+
+}  // namespace
+
+void local_init(spank_t /*sp*/, PluginState& st) {
+  const SrunArgs args = scan_srun_args(own_argv());
+  std::optional<Mode> predicted;
+  if (args.horovod) {
+    predicted = parse_mode(*args.horovod);
+  } else if (const char* v = std::getenv(kOptionEnv)) {
+    predicted = parse_mode(v);
+  }
+  // A bad value is reported by the option callback; predict the default.
+  const Mode mode = predicted.value_or(st.config.default_mode);
+
+  if (args.mpi) {
+    st.explicit_mpi = args.mpi;
+  } else if (const char* v = std::getenv("SLURM_MPI_TYPE")) {
+    st.explicit_mpi = std::string(v);
+  }
+  if (mode_enabled(mode) && !st.explicit_mpi) {
+    if (setenv("SLURM_MPI_TYPE", "pmix", 1) != 0) {
+      throw PluginError("could not set SLURM_MPI_TYPE=pmix for --horovod");
+    }
+    st.forced_pmix = true;
+  }
+}
+
+void local_init_post_opt(spank_t /*sp*/, PluginState& st) {
+  const Mode mode = st.mode();
+  if (!mode_enabled(mode)) return;
+  if (st.explicit_mpi && !is_pmix(*st.explicit_mpi)) {
+    throw PluginError(std::string("--horovod=") + mode_name(mode) +
+                      " needs the PMIx MPI plugin, but MPI type '" + *st.explicit_mpi +
+                      "' was asked for (--mpi or SLURM_MPI_TYPE): drop it or use --mpi=pmix");
+  }
+  if (!st.forced_pmix && !st.explicit_mpi) {
+    throw PluginError(std::string("--horovod=") + mode_name(mode) +
+                      " was seen too late to select PMIx (srun reads its MPI type first): "
+                      "put --horovod before the command, or add --mpi=pmix");
+  }
+}
+
+}  // namespace tandem::plugin

@@ -1,0 +1,21 @@
+#include "mode.h"
+
+namespace tandem::plugin {
+
+std::optional<Mode> parse_mode(std::string_view text) {
+  if (text == "on") return Mode::kOn;
+  if (text == "off") return Mode::kOff;
+  if (text == "verbose") return Mode::kVerbose;
+  return std::nullopt;
+}
+
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::kOff: return "off";
+    case Mode::kOn: return "on";
+    case Mode::kVerbose: return "verbose";
+  }
+  return "?";
+}
+
+}  // namespace tandem::plugin

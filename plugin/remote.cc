@@ -1,0 +1,68 @@
+// slurmstepd (S_CTX_REMOTE): sets up each task of an enabled user step.
+//
+// slurm_spank_task_init runs in the task, after Slurm's own task, gres and
+// MPI (PMIx) set-up and just before exec, so the environment written here is
+// the task's and CUDA_VISIBLE_DEVICES/PMIX_RANK are already there.
+#include <cstdio>
+
+#include "identity.h"
+#include "node_facts.h"
+#include "plugin_error.h"
+#include "plugin_state.h"
+#include "spank_task_env.h"
+#include "task_binding.h"
+#include "task_setup.h"
+
+namespace tandem::plugin {
+namespace {
+
+// Batch script, extern, interactive and other special steps carry ids from
+// 0xfffffff0 up (SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT, ...). They are not
+// the user's parallel program and must not see the plugin.
+constexpr uint32_t kFirstSpecialStep = 0xfffffff0u;
+
+template <typename T>
+T item(spank_t sp, spank_item_t what, const char* name) {
+  T v{};
+  const spank_err_t rc = spank_get_item(sp, what, &v);
+  if (rc != ESPANK_SUCCESS) {
+    throw PluginError(std::string("Slurm did not give ") + name + ": " + spank_strerror(rc));
+  }
+  return v;
+}
+
+StepLayout step_layout(spank_t sp, const TaskEnv& env) {
+  StepLayout l;
+  l.size = item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, "the step's task count");
+  l.node_id = item<uint32_t>(sp, S_JOB_NODEID, "the node index");
+  l.nnodes = item<uint32_t>(sp, S_JOB_NNODES, "the step's node count");
+  const auto tpn = env.get("SLURM_STEP_TASKS_PER_NODE");
+  if (!tpn) throw PluginError("SLURM_STEP_TASKS_PER_NODE is missing from the task environment");
+  l.tasks_per_node = parse_tasks_per_node(*tpn);
+  return l;
+}
+
+}  // namespace
+
+void remote_task_init(spank_t sp, PluginState& st) {
+  const Mode mode = st.mode();
+  if (!mode_enabled(mode)) return;
+  if (item<uint32_t>(sp, S_JOB_STEPID, "the step id") >= kFirstSpecialStep) return;
+
+  SpankTaskEnv env(sp);
+  const StepLayout layout = step_layout(sp, env);
+  const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, "the task's rank");
+  const uint32_t local_rank = static_cast<uint32_t>(item<int>(sp, S_TASK_ID, "the local task id"));
+  const TaskIdentity id =
+      compute_identity(layout, rank, local_rank, env.get("SLURMD_NODENAME").value_or(host_name()));
+
+  export_task(st.config, id, single_nic(), env);
+  const BindingResult binding = bind_task(st.config, id, env);
+  if (mode == Mode::kVerbose) {
+    const std::string line = describe_task(id, env, allowed_cpus(), binding.summary);
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace tandem::plugin
