@@ -57,7 +57,7 @@ class Ranks:
             pytest.fail("%s is missing: the multi-rank tests need tandem-run "
                         "(tools/tandem-run.cc)" % self.launcher)
         cmd = [str(self.launcher), "-np", str(np), "--timeout", str(timeout),
-               sys.executable, str(WORKERS / script)] + list(args)
+               sys.executable, str(WORKERS / script)] + [str(a) for a in args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 30,
                               env=dict(self.env, **(env or {})))
 
