@@ -1,0 +1,104 @@
+// Which bootstrap a process gets, from its environment. Every variable read
+// here is listed, with its default, in docs/bootstrap.md.
+#include "bootstrap/from_environment.h"
+
+#include <unistd.h>
+
+#include "bootstrap/env.h"
+#include "bootstrap/identity.h"
+#include "bootstrap/pmix_bootstrap.h"
+#include "bootstrap/single_bootstrap.h"
+#include "bootstrap/tcp_bootstrap.h"
+#include "common/errors.h"
+
+namespace tandem {
+
+namespace {
+
+enum class Kind { kAuto, kPmix, kTcp, kSingle };
+
+// TANDEM_BOOTSTRAP: auto (default) | pmix | tcp | single.
+Kind requested_kind() {
+  auto v = env::get("TANDEM_BOOTSTRAP");
+  if (!v || *v == "auto") return Kind::kAuto;
+  if (*v == "pmix") return Kind::kPmix;
+  if (*v == "tcp") return Kind::kTcp;
+  if (*v == "single") return Kind::kSingle;
+  throw BootstrapError("TANDEM_BOOTSTRAP='" + *v + "' is not one of auto, pmix, tcp, single");
+}
+
+// A PMIx launcher (srun --mpi=pmix, mpirun) marks its processes with these.
+bool launched_by_pmix() { return env::get("PMIX_RANK") || env::get("PMIX_NAMESPACE"); }
+
+bool tcp_requested() {
+  return env::get("TANDEM_RENDEZVOUS_ADDR") || env::get("TANDEM_RANK") || env::get("TANDEM_SIZE");
+}
+
+std::string node_name() {
+  if (auto v = env::get("TANDEM_NODE_NAME")) {
+    if (v->find('\n') != std::string::npos)
+      throw BootstrapError("TANDEM_NODE_NAME must not contain a newline");
+    return *v;
+  }
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) throw SystemError("gethostname", errno);
+  return host;
+}
+
+std::unique_ptr<Bootstrap> tcp_from_environment() {
+  auto addr = env::get("TANDEM_RENDEZVOUS_ADDR");
+  auto size = env::get_int("TANDEM_SIZE", 1, 1 << 24);
+  auto rank = env::get_int("TANDEM_RANK", 0, 1 << 24);
+  auto token = env::get("TANDEM_RENDEZVOUS_TOKEN");
+  std::string missing;
+  if (!addr) missing += " TANDEM_RENDEZVOUS_ADDR";
+  if (!rank) missing += " TANDEM_RANK";
+  if (!size) missing += " TANDEM_SIZE";
+  if (!token) missing += " TANDEM_RENDEZVOUS_TOKEN";
+  if (!missing.empty())
+    throw BootstrapError("the TCP rendezvous needs TANDEM_RENDEZVOUS_ADDR, TANDEM_RENDEZVOUS_TOKEN, "
+                         "TANDEM_RANK and TANDEM_SIZE; not set:" + missing +
+                         " (use tandem-run, or set all four on every rank)");
+  if (*rank >= *size)
+    throw BootstrapError("TANDEM_RANK=" + std::to_string(*rank) + " is not below TANDEM_SIZE=" +
+                         std::to_string(*size));
+  if (token->size() < 8)
+    throw BootstrapError("TANDEM_RENDEZVOUS_TOKEN is shorter than 8 characters: use a random "
+                         "secret, e.g. $(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
+  TcpBootstrap::Options o;
+  o.addr = parse_host_port(*addr, "TANDEM_RENDEZVOUS_ADDR");
+  o.token = *token;
+  o.rank = *rank;
+  o.size = *size;
+  o.node_name = node_name();
+  o.timeout = bootstrap_timeout();
+  if (auto job = env::get("TANDEM_JOB_ID")) {
+    if (!valid_job_id(*job))
+      throw BootstrapError("TANDEM_JOB_ID='" + *job + "' must be 1-64 characters of A-Z a-z 0-9 . _ -");
+    o.job_id = *job;
+  }
+  auto serve = env::get("TANDEM_RENDEZVOUS_SERVE").value_or("rank0");
+  if (serve != "rank0" && serve != "external")
+    throw BootstrapError("TANDEM_RENDEZVOUS_SERVE='" + serve + "' is not one of rank0, external");
+  o.host_store = serve == "rank0" && o.rank == 0;
+  return std::make_unique<TcpBootstrap>(std::move(o));
+}
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> bootstrap_from_environment() {
+  bootstrap_timeout();  // a bad TANDEM_BOOTSTRAP_TIMEOUT is an error even for a world of one
+  Kind kind = requested_kind();
+  if (kind == Kind::kAuto) {
+    if (launched_by_pmix()) kind = Kind::kPmix;
+    else if (tcp_requested()) kind = Kind::kTcp;
+    else kind = Kind::kSingle;
+  }
+  switch (kind) {
+    case Kind::kPmix: return make_pmix_bootstrap(bootstrap_timeout());
+    case Kind::kTcp: return tcp_from_environment();
+    default: return std::make_unique<SingleBootstrap>();
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,225 @@
+#include "bootstrap/pmix_bootstrap.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <pmix.h>
+#include <set>
+#include <string>
+
+#include "bootstrap/identity.h"
+#include "common/errors.h"
+
+namespace tandem {
+
+namespace {
+
+std::string pmix_text(pmix_status_t rc) { return PMIx_Error_string(rc); }
+
+// PMIX_TIMEOUT counts whole seconds; 0 would mean "wait forever", so a
+// sub-second timeout rounds up to 1 s.
+int timeout_seconds(std::chrono::milliseconds t) {
+  return std::max(1, static_cast<int>(std::ceil(static_cast<double>(t.count()) / 1000.0)));
+}
+
+// Turns a failed PMIx call into the engine's error type for it.
+[[noreturn]] void throw_pmix(const std::string& what, pmix_status_t rc, std::chrono::milliseconds t) {
+  const std::string msg = what + ": " + pmix_text(rc);
+  if (rc == PMIX_ERR_TIMEOUT)
+    throw TimeoutError(what + " did not complete within " + std::to_string(timeout_seconds(t)) +
+                       " s: a rank did not arrive (PMIx does not say which; stopped, crashed, or "
+                       "not running this collective)");
+  if (rc == PMIX_ERR_LOST_CONNECTION || rc == PMIX_ERR_UNREACH || rc == PMIX_ERR_PROC_ABORTED ||
+      rc == PMIX_ERR_PROC_ABORTING)
+    throw PeerLostError(msg);
+  throw BootstrapError(msg);
+}
+
+struct ValueDeleter {
+  void operator()(pmix_value_t* v) const { PMIX_VALUE_RELEASE(v); }
+};
+using ValuePtr = std::unique_ptr<pmix_value_t, ValueDeleter>;
+
+// The PMIx client session: initialised once per bootstrap (PMIx counts
+// Init/Finalize pairs, so nesting with another PMIx user in the process is
+// fine).
+class Session {
+ public:
+  Session() {
+    pmix_status_t rc = PMIx_Init(&me_, nullptr, 0);
+    if (rc != PMIX_SUCCESS)
+      throw BootstrapError("PMIx_Init failed: " + pmix_text(rc) +
+                           ": no PMIx server answered (start the job with srun --mpi=pmix or "
+                           "mpirun; without a PMIx launcher set TANDEM_BOOTSTRAP=tcp or single)");
+  }
+  ~Session() { PMIx_Finalize(nullptr, 0); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  const pmix_proc_t& me() const { return me_; }
+
+ private:
+  pmix_proc_t me_;
+};
+
+// An integer value of any PMIx integer type.
+long long as_integer(const pmix_value_t& v, const std::string& key) {
+  switch (v.type) {
+    case PMIX_UINT8: return v.data.uint8;
+    case PMIX_UINT16: return v.data.uint16;
+    case PMIX_UINT32: return v.data.uint32;
+    case PMIX_UINT64: return static_cast<long long>(v.data.uint64);
+    case PMIX_INT: return v.data.integer;
+    case PMIX_INT32: return v.data.int32;
+    case PMIX_INT64: return v.data.int64;
+    case PMIX_SIZE: return static_cast<long long>(v.data.size);
+    default:
+      throw BootstrapError("PMIx key " + key + " has type " + std::to_string(v.type) +
+                           ", expected an integer");
+  }
+}
+
+class PmixBootstrap : public Bootstrap {
+ public:
+  explicit PmixBootstrap(std::chrono::milliseconds timeout);
+  const Identity& identity() const override { return identity_; }
+  std::vector<Bytes> allgather(const Bytes& mine, std::chrono::milliseconds timeout) override;
+  void barrier(std::chrono::milliseconds timeout) override;
+
+ private:
+  // Reads key for rank (PMIX_RANK_WILDCARD: job-level data). optional: look
+  // only in the local cache, nullptr when not there.
+  ValuePtr get(pmix_rank_t rank, const char* key, std::chrono::milliseconds timeout, bool optional);
+  long long get_int(pmix_rank_t rank, const char* key, std::chrono::milliseconds timeout);
+  void fence(bool collect, std::chrono::milliseconds timeout, const std::string& what);
+  std::vector<int> node_ids(std::chrono::milliseconds timeout);
+
+  Session session_;
+  Identity identity_;
+  uint64_t next_op_ = 0;
+};
+
+ValuePtr PmixBootstrap::get(pmix_rank_t rank, const char* key, std::chrono::milliseconds timeout,
+                            bool optional) {
+  pmix_proc_t proc;
+  PMIX_PROC_LOAD(&proc, session_.me().nspace, rank);
+  pmix_info_t info[2];
+  int secs = timeout_seconds(timeout);
+  bool yes = true;
+  PMIx_Info_load(&info[0], PMIX_TIMEOUT, &secs, PMIX_INT);
+  PMIx_Info_load(&info[1], PMIX_OPTIONAL, &yes, PMIX_BOOL);
+  pmix_value_t* v = nullptr;
+  pmix_status_t rc = PMIx_Get(&proc, key, info, optional ? 2 : 1, &v);
+  if (rc != PMIX_SUCCESS) {
+    if (optional) return nullptr;
+    throw_pmix("PMIx_Get " + std::string(key) + " of rank " +
+                   (rank == PMIX_RANK_WILDCARD ? std::string("*") : std::to_string(rank)),
+               rc, timeout);
+  }
+  return ValuePtr(v);
+}
+
+long long PmixBootstrap::get_int(pmix_rank_t rank, const char* key, std::chrono::milliseconds timeout) {
+  return as_integer(*get(rank, key, timeout, false), key);
+}
+
+void PmixBootstrap::fence(bool collect, std::chrono::milliseconds timeout, const std::string& what) {
+  pmix_proc_t all;
+  PMIX_PROC_LOAD(&all, session_.me().nspace, PMIX_RANK_WILDCARD);
+  pmix_info_t info[2];
+  int secs = timeout_seconds(timeout);
+  PMIx_Info_load(&info[0], PMIX_TIMEOUT, &secs, PMIX_INT);
+  PMIx_Info_load(&info[1], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+  pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
+  if (rc != PMIX_SUCCESS) throw_pmix(what + " (PMIx_Fence)", rc, timeout);
+}
+
+// The node id of every rank: from the launcher's job data where it has it
+// (srun and mpirun give every peer's PMIX_NODEID locally), else by one
+// exchange of each rank's own id.
+std::vector<int> PmixBootstrap::node_ids(std::chrono::milliseconds timeout) {
+  std::vector<int> ids(identity_.size, -1);
+  bool complete = true;
+  for (int r = 0; r < identity_.size && complete; ++r) {
+    auto v = get(static_cast<pmix_rank_t>(r), PMIX_NODEID, timeout, true);
+    if (v) ids[r] = static_cast<int>(as_integer(*v, PMIX_NODEID));
+    else complete = false;
+  }
+  if (complete) return ids;
+  std::string mine = std::to_string(get_int(session_.me().rank, PMIX_NODEID, timeout));
+  auto all = allgather(Bytes(mine.begin(), mine.end()), timeout);
+  for (int r = 0; r < identity_.size; ++r) ids[r] = std::stoi(std::string(all[r].begin(), all[r].end()));
+  return ids;
+}
+
+PmixBootstrap::PmixBootstrap(std::chrono::milliseconds timeout) {
+  const pmix_proc_t& me = session_.me();
+  identity_.rank = static_cast<int>(me.rank);
+  identity_.size = static_cast<int>(get_int(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, timeout));
+  std::vector<int> ids = node_ids(timeout);
+  std::vector<std::string> keys;
+  for (int id : ids) keys.push_back(std::to_string(id));
+  std::string job = session_.me().nspace;
+  for (char& c : job)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '-';
+  if (job.size() > 60) job = job.substr(job.size() - 60);
+  Identity id = identity_from_nodes(identity_.rank, keys, "pmix-" + job);
+  // Keep the launcher's node numbering (PMIX_NODEID, which is SLURM_NODEID
+  // under srun) when it is dense, so that cross_rank matches what the plugin
+  // exports as HOROVOD_CROSS_RANK.
+  std::set<int> distinct(ids.begin(), ids.end());
+  if (*distinct.begin() == 0 && *distinct.rbegin() == static_cast<int>(distinct.size()) - 1) {
+    id.node_of_rank = ids;
+    id.cross_rank = ids[identity_.rank];
+  }
+  // PMIx's own local rank and size must agree with the node ids: the shared
+  // memory transport relies on both describing the same node.
+  const long long local_rank = get_int(me.rank, PMIX_LOCAL_RANK, timeout);
+  const long long local_size = get_int(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, timeout);
+  if (local_rank != id.local_rank || local_size != id.local_size)
+    throw BootstrapError("PMIx gives rank " + std::to_string(id.rank) + " local rank " +
+                         std::to_string(local_rank) + " of " + std::to_string(local_size) +
+                         " but its PMIX_NODEID of every rank gives " + std::to_string(id.local_rank) +
+                         " of " + std::to_string(id.local_size) + ": the launcher's job data is inconsistent");
+  identity_ = std::move(id);
+}
+
+// Each allgather puts one key "tandem.ag.<n>" (n never repeats), fences with
+// data collection, then reads every rank's copy from the local cache. A blob
+// travels with a one-byte header so that an empty blob is never an empty
+// PMIx byte object (which some PMIx versions refuse).
+std::vector<Bytes> PmixBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
+  const std::string key = "tandem.ag." + std::to_string(next_op_++);
+  Bytes framed;
+  framed.reserve(mine.size() + 1);
+  framed.push_back('T');
+  framed.insert(framed.end(), mine.begin(), mine.end());
+  pmix_value_t v;
+  v.type = PMIX_BYTE_OBJECT;
+  v.data.bo.bytes = reinterpret_cast<char*>(framed.data());
+  v.data.bo.size = framed.size();
+  pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key.c_str(), &v);  // copies the value
+  if (rc != PMIX_SUCCESS) throw_pmix("bootstrap allgather: PMIx_Put " + key, rc, timeout);
+  rc = PMIx_Commit();
+  if (rc != PMIX_SUCCESS) throw_pmix("bootstrap allgather: PMIx_Commit", rc, timeout);
+  fence(true, timeout, "bootstrap allgather");
+  std::vector<Bytes> out(identity_.size);
+  for (int r = 0; r < identity_.size; ++r) {
+    ValuePtr got = get(static_cast<pmix_rank_t>(r), key.c_str(), timeout, false);
+    if (got->type != PMIX_BYTE_OBJECT || got->data.bo.size < 1)
+      throw BootstrapError("bootstrap allgather: rank " + std::to_string(r) + "'s " + key +
+                           " is not a tandem blob");
+    const auto* p = reinterpret_cast<const uint8_t*>(got->data.bo.bytes);
+    out[r].assign(p + 1, p + got->data.bo.size);
+  }
+  return out;
+}
+
+void PmixBootstrap::barrier(std::chrono::milliseconds timeout) { fence(false, timeout, "bootstrap barrier"); }
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> make_pmix_bootstrap(std::chrono::milliseconds timeout) {
+  return std::make_unique<PmixBootstrap>(timeout);
+}
+
+}  // namespace tandem

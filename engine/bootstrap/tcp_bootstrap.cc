@@ -1,0 +1,116 @@
+#include "bootstrap/tcp_bootstrap.h"
+
+#include <cstdio>
+
+#include "bootstrap/identity.h"
+#include "bootstrap/tcp_store_client.h"
+#include "bootstrap/tcp_store_server.h"
+#include "common/errors.h"
+
+namespace tandem {
+
+namespace {
+
+std::string ms_text(std::chrono::milliseconds t) { return std::to_string(t.count()) + " ms"; }
+
+}  // namespace
+
+TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
+  const auto deadline = Clock::now() + options_.timeout;
+  if (options_.host_store) {
+    try {
+      server_ = std::make_unique<TcpStoreServer>(options_.token, options_.addr.port);
+    } catch (const SystemError& e) {
+      throw BootstrapError(std::string("rank 0 cannot run the rendezvous store: ") + e.what() +
+                           ": pick a free port in TANDEM_RENDEZVOUS_ADDR (or run the store "
+                           "elsewhere with TANDEM_RENDEZVOUS_SERVE=external)");
+    }
+  }
+  client_ = std::make_unique<TcpStoreClient>(options_.addr, options_.token, options_.rank,
+                                             options_.size, deadline);
+  // Identity exchange: "<node name>\n<job id proposal>"; rank 0's job id wins.
+  std::string mine = options_.node_name + "\n" +
+                     (options_.job_id.empty() && options_.rank == 0 ? random_job_id("tcp")
+                                                                    : options_.job_id);
+  identity_.rank = options_.rank;
+  identity_.size = options_.size;
+  auto all = allgather(Bytes(mine.begin(), mine.end()), options_.timeout);
+  std::vector<std::string> nodes;
+  std::string job_id;
+  for (int r = 0; r < options_.size; ++r) {
+    std::string s(all[r].begin(), all[r].end());
+    auto nl = s.find('\n');
+    nodes.push_back(s.substr(0, nl));
+    if (r == 0) job_id = s.substr(nl + 1);
+  }
+  identity_ = identity_from_nodes(options_.rank, nodes, job_id);
+}
+
+TcpBootstrap::~TcpBootstrap() {
+  client_.reset();  // BYE: this rank leaves cleanly
+  if (server_ && !server_->wait_until_idle(Clock::now() + options_.timeout))
+    std::fprintf(stderr,
+                 "tandem: rank 0 stops the rendezvous store while ranks are still connected "
+                 "after %lld ms\n",
+                 static_cast<long long>(options_.timeout.count()));
+}
+
+// Lists the ranks whose key under prefix is not set (looking, not waiting).
+std::string TcpBootstrap::missing_ranks(const std::string& prefix) {
+  std::string out;
+  int count = 0;
+  for (int r = 0; r < options_.size; ++r) {
+    if (client_->get(prefix + std::to_string(r), Clock::now())) continue;
+    if (++count <= 16) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (count > 16) out += " and " + std::to_string(count - 16) + " more";
+  return (count == 1 ? "rank " : "ranks ") + out;
+}
+
+std::vector<Bytes> TcpBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const std::string prefix = "ag/" + std::to_string(next_op_++) + "/";
+  const std::string my_key = prefix + std::to_string(identity_.rank);
+  auto earlier_keys = std::move(own_keys_);
+  own_keys_ = {my_key};
+  std::vector<Bytes> out(options_.size);
+  try {
+    client_->set(my_key, mine, deadline);
+    for (int r = 0; r < options_.size; ++r) {
+      auto v = client_->get(prefix + std::to_string(r), deadline);
+      if (!v)
+        throw TimeoutError("bootstrap allgather: " + missing_ranks(prefix) +
+                           " did not arrive within " + ms_text(timeout) +
+                           " (stopped, still starting, or never launched?)");
+      out[r] = std::move(*v);
+    }
+  } catch (const PeerLostError& e) {
+    throw PeerLostError(std::string("bootstrap allgather: ") + e.what());
+  }
+  for (const auto& k : earlier_keys) client_->del(k);
+  return out;
+}
+
+Bytes TcpBootstrap::broadcast(const Bytes& value, int root, std::chrono::milliseconds timeout) {
+  if (root < 0 || root >= options_.size)
+    throw InvalidArgument("bootstrap broadcast: root " + std::to_string(root) +
+                          " is not a rank of this job of size " + std::to_string(options_.size));
+  const auto deadline = Clock::now() + timeout;
+  const std::string key = "bc/" + std::to_string(next_op_++);
+  try {
+    if (identity_.rank == root) {
+      client_->set(key, value, deadline);
+      own_keys_.push_back(key);
+      return value;
+    }
+    auto v = client_->get(key, deadline);
+    if (!v)
+      throw TimeoutError("bootstrap broadcast: root rank " + std::to_string(root) +
+                         " did not send within " + ms_text(timeout));
+    return std::move(*v);
+  } catch (const PeerLostError& e) {
+    throw PeerLostError(std::string("bootstrap broadcast: ") + e.what());
+  }
+}
+
+}  // namespace tandem

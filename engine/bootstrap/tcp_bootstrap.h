@@ -1,0 +1,63 @@
+// The bootstrap over the TCP rendezvous store: for tandem-run and for any
+// launcher that can set TANDEM_RENDEZVOUS_ADDR/TOKEN, TANDEM_RANK and
+// TANDEM_SIZE (see docs/bootstrap.md). Node membership is learned by
+// exchanging node names (hostnames by default) through the store.
+//
+// Keys are never reused: operation n of the job writes "ag/<n>/<rank>" (or
+// "bc/<n>" for a broadcast), and every rank runs the same sequence of
+// operations. A rank deletes its own keys of earlier operations once an
+// allgather completes, because then every rank has posted that allgather's
+// key and so has finished reading everything before it: the store stays small
+// however long the job runs.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/socket.h"
+
+namespace tandem {
+
+class TcpStoreServer;
+class TcpStoreClient;
+
+// Not thread-safe: one thread at a time calls a given bootstrap, as every
+// rank must issue the same sequence of operations anyway.
+class TcpBootstrap : public Bootstrap {
+ public:
+  struct Options {
+    HostPort addr;
+    std::string token;
+    int rank = 0;
+    int size = 1;
+    std::string node_name;       // ranks with the same name share a node
+    std::string job_id;          // empty: rank 0 draws a random one
+    bool host_store = false;     // this rank (rank 0) runs the store at addr.port
+    std::chrono::milliseconds timeout{60000};  // joining and the identity exchange
+  };
+
+  // Joins: connects to the store (hosting it first if asked), then exchanges
+  // node names and the job id. Throws BootstrapError/TimeoutError/PeerLostError
+  // naming the store or the ranks at fault.
+  explicit TcpBootstrap(Options options);
+  // Leaves the store; a hosting rank 0 waits (up to the join timeout) for the
+  // other ranks to leave before it takes the store down.
+  ~TcpBootstrap() override;
+
+  const Identity& identity() const override { return identity_; }
+  std::vector<Bytes> allgather(const Bytes& mine, std::chrono::milliseconds timeout) override;
+  Bytes broadcast(const Bytes& value, int root, std::chrono::milliseconds timeout) override;
+
+ private:
+  std::string missing_ranks(const std::string& prefix);
+
+  Options options_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreClient> client_;
+  Identity identity_;
+  uint64_t next_op_ = 0;
+  std::vector<std::string> own_keys_;  // this rank's keys not yet known to be read by all
+};
+
+}  // namespace tandem

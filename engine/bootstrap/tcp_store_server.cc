@@ -1,0 +1,322 @@
+#include "bootstrap/tcp_store_server.h"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdio>
+#include <list>
+#include <map>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+#include "bootstrap/store_protocol.h"
+#include "common/errors.h"
+
+namespace tandem {
+
+namespace {
+
+// A connection that has not authenticated within this time is dropped, so an
+// idle stray connection cannot pin server resources.
+constexpr auto kHelloTimeout = std::chrono::seconds(10);
+
+std::string peer_name(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    if (ss.ss_family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+      port = ntohs(a->sin6_port);
+    }
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+// Compares without an early exit so that timing does not reveal how much of
+// a guessed token was right.
+bool same_token(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+struct Conn {
+  Fd fd;
+  std::string peer;
+  Bytes in;
+  Bytes out;
+  bool authed = false;
+  bool bye = false;
+  bool dead = false;
+  int rank = -1;
+  Deadline hello_deadline;
+  bool waiting = false;
+  std::string wait_key;
+  Deadline wait_deadline;
+};
+
+}  // namespace
+
+struct TcpStoreServer::Impl {
+  explicit Impl(TcpStoreServer* server) : srv(server) {}
+  TcpStoreServer* srv;
+  std::list<Conn> conns;
+  std::map<std::string, Bytes> kv;
+  int job_size = -1;
+  int lost_rank = -1;  // first rank that dropped its connection without BYE
+
+  void queue(Conn& c, store::Writer& w) {
+    const Bytes& f = w.frame();
+    c.out.insert(c.out.end(), f.begin(), f.end());
+  }
+  void queue_simple(Conn& c, store::Reply r) {
+    store::Writer w(static_cast<uint8_t>(r));
+    queue(c, w);
+  }
+  void queue_value(Conn& c, const Bytes& v) {
+    store::Writer w(static_cast<uint8_t>(store::Reply::kValue));
+    w.bytes(v.data(), v.size());
+    queue(c, w);
+  }
+  void queue_lost(Conn& c) {
+    store::Writer w(static_cast<uint8_t>(store::Reply::kLost));
+    w.u32(static_cast<uint32_t>(lost_rank));
+    queue(c, w);
+  }
+
+  void reject(Conn& c, const std::string& why) {
+    std::fprintf(stderr, "tandem: rendezvous store: refused connection from %s: %s\n",
+                 c.peer.c_str(), why.c_str());
+    store::Writer w(static_cast<uint8_t>(store::Reply::kRejected));
+    w.str(why);
+    const Bytes& f = w.frame();
+    // Best effort and non-blocking: the connection is dropped right after.
+    (void)!::send(c.fd.get(), f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    c.dead = true;
+  }
+
+  void hello(Conn& c, store::Reader& r) {
+    std::string token = r.str();
+    uint32_t rank = r.u32(), size = r.u32();
+    if (!r.done()) return reject(c, "malformed HELLO");
+    if (!same_token(token, srv->token_)) return reject(c, "wrong job token");
+    if (size == 0 || rank >= size || size > (1u << 24))
+      return reject(c, "rank " + std::to_string(rank) + " of size " + std::to_string(size) +
+                           " is out of range");
+    if (job_size >= 0 && static_cast<int>(size) != job_size)
+      return reject(c, "size " + std::to_string(size) + " differs from the job's size " +
+                           std::to_string(job_size) + " (set TANDEM_SIZE the same on every rank)");
+    for (auto& o : conns)
+      if (o.authed && !o.dead && o.rank == static_cast<int>(rank))
+        return reject(c, "rank " + std::to_string(rank) + " has already joined from " + o.peer +
+                             " (is TANDEM_RANK unique per process?)");
+    job_size = static_cast<int>(size);
+    c.authed = true;
+    c.rank = static_cast<int>(rank);
+    {
+      std::lock_guard<std::mutex> lock(srv->mu_);
+      ++srv->members_;
+    }
+    queue_simple(c, store::Reply::kOk);
+  }
+
+  void get(Conn& c, const std::string& key, uint64_t timeout_ms) {
+    auto it = kv.find(key);
+    if (it != kv.end()) return queue_value(c, it->second);
+    if (lost_rank >= 0) return queue_lost(c);
+    if (timeout_ms == 0) return queue_simple(c, store::Reply::kMissing);
+    c.waiting = true;
+    c.wait_key = key;
+    c.wait_deadline = Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
+  }
+
+  void set(const std::string& key, Bytes value) {
+    for (auto& o : conns)
+      if (o.waiting && o.wait_key == key) {
+        o.waiting = false;
+        queue_value(o, value);
+      }
+    kv[key] = std::move(value);
+  }
+
+  // One complete frame from c.
+  void handle(Conn& c, const uint8_t* p, size_t n) {
+    store::Reader r(p, n);
+    auto op = static_cast<store::Op>(r.u8());
+    if (!c.authed) {
+      if (op != store::Op::kHello) return reject(c, "first message is not HELLO");
+      return hello(c, r);
+    }
+    if (c.waiting) return reject(c, "request sent while a GET is pending");
+    switch (op) {
+      case store::Op::kSet: {
+        std::string key = r.str();
+        Bytes value = r.bytes();
+        if (!r.done()) return reject(c, "malformed SET");
+        set(key, std::move(value));
+        return queue_simple(c, store::Reply::kOk);
+      }
+      case store::Op::kGet: {
+        std::string key = r.str();
+        uint64_t timeout = r.u64();
+        if (!r.done()) return reject(c, "malformed GET");
+        return get(c, key, timeout);
+      }
+      case store::Op::kDel: {
+        std::string key = r.str();
+        if (!r.done()) return reject(c, "malformed DEL");
+        kv.erase(key);
+        return;
+      }
+      case store::Op::kBye:
+        c.bye = true;
+        return;
+      default:
+        return reject(c, "unknown request " + std::to_string(static_cast<int>(op)));
+    }
+  }
+
+  void read_from(Conn& c) {
+    uint8_t buf[65536];
+    bool closed = false;
+    for (;;) {
+      ssize_t k = ::recv(c.fd.get(), buf, sizeof(buf), 0);
+      if (k > 0) { c.in.insert(c.in.end(), buf, buf + k); continue; }
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      closed = true;  // closed or reset; what came before (a BYE) still counts
+      break;
+    }
+    size_t off = 0;
+    while (!c.dead && c.in.size() - off >= 4) {
+      uint32_t len = store::frame_length(c.in.data() + off);
+      if (len == 0 || len > store::kMaxFrame) { reject(c, "bad frame length"); break; }
+      if (c.in.size() - off - 4 < len) break;
+      handle(c, c.in.data() + off + 4, len);
+      off += 4 + len;
+    }
+    c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(std::min(off, c.in.size())));
+    if (closed) c.dead = true;
+  }
+
+  void write_to(Conn& c) {
+    while (!c.out.empty()) {
+      ssize_t k = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+      if (k > 0) { c.out.erase(c.out.begin(), c.out.begin() + k); continue; }
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      c.dead = true;
+      return;
+    }
+  }
+
+  // Answers expired waits, drops unauthenticated stragglers and closed
+  // connections; a member that left without BYE is a lost rank.
+  void expire_and_reap() {
+    auto now = Clock::now();
+    for (auto& c : conns) {
+      if (!c.authed && now >= c.hello_deadline && !c.dead) reject(c, "no HELLO in time");
+      if (c.waiting && now >= c.wait_deadline) {
+        c.waiting = false;
+        queue_simple(c, store::Reply::kMissing);
+        write_to(c);
+      }
+    }
+    for (auto it = conns.begin(); it != conns.end();) {
+      if (!it->dead) { ++it; continue; }
+      if (it->authed) {
+        if (!it->bye && lost_rank < 0) {
+          lost_rank = it->rank;
+          for (auto& o : conns)
+            if (o.waiting && !o.dead) {
+              o.waiting = false;
+              queue_lost(o);
+              write_to(o);
+            }
+        }
+        std::lock_guard<std::mutex> lock(srv->mu_);
+        --srv->members_;
+        srv->cv_.notify_all();
+      }
+      it = conns.erase(it);
+    }
+  }
+};
+
+TcpStoreServer::TcpStoreServer(std::string token, uint16_t port)
+    : token_(std::move(token)), impl_(std::make_unique<Impl>(this)) {
+  listen_fd_ = listen_any(port, &port_);
+  wake_fd_ = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_fd_) throw SystemError("eventfd for the rendezvous store", errno);
+  thread_ = std::thread([this] { run(); });
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  uint64_t one = 1;
+  (void)!::write(wake_fd_.get(), &one, sizeof(one));
+  if (thread_.joinable()) thread_.join();
+}
+
+bool TcpStoreServer::wait_until_idle(Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return members_ == 0; });
+}
+
+void TcpStoreServer::run() {
+  pthread_setname_np(pthread_self(), "tandem-store");
+  Impl& s = *impl_;
+  std::vector<pollfd> pfds;
+  for (;;) {
+    // Poll until the nearest wait or hello deadline.
+    Deadline next = Clock::now() + std::chrono::hours(1);
+    pfds.assign({{wake_fd_.get(), POLLIN, 0}, {listen_fd_.get(), POLLIN, 0}});
+    for (auto& c : s.conns) {
+      short ev = POLLIN;
+      if (!c.out.empty()) ev |= POLLOUT;
+      pfds.push_back({c.fd.get(), ev, 0});
+      if (!c.authed) next = std::min(next, c.hello_deadline);
+      if (c.waiting) next = std::min(next, c.wait_deadline);
+    }
+    int n = ::poll(pfds.data(), pfds.size(), ms_left(next));
+    if (n < 0 && errno != EINTR) {
+      std::perror("tandem: rendezvous store: poll");
+      return;
+    }
+    if (pfds[0].revents) return;  // shutdown
+    if (pfds[1].revents & POLLIN) {
+      for (;;) {
+        int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;
+        set_nodelay(fd);
+        Conn c;
+        c.fd = Fd(fd);
+        c.peer = peer_name(fd);
+        c.hello_deadline = Clock::now() + kHelloTimeout;
+        s.conns.push_back(std::move(c));
+      }
+    }
+    size_t i = 2;
+    for (auto& c : s.conns) {
+      // Connections accepted in this round have no pollfd yet.
+      if (i >= pfds.size() || pfds[i].fd != c.fd.get()) break;
+      short rev = pfds[i++].revents;
+      if (rev & (POLLIN | POLLHUP | POLLERR)) s.read_from(c);
+      if (!c.dead && !c.out.empty()) s.write_to(c);
+    }
+    s.expire_and_reap();
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,50 @@
+// The rendezvous store's server: a key-value map served over TCP by one
+// background thread (named "tandem-store"), run by tandem-run or by rank 0.
+// Only connections that open with the job's token get in. It also notices a
+// rank that drops its connection without saying goodbye, and fails the other
+// ranks' waits at once with that rank's number instead of letting them run
+// into their timeout.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bootstrap/socket.h"
+
+namespace tandem {
+
+class TcpStoreServer {
+ public:
+  // Listens on every address at port (0: an ephemeral port, see port()).
+  // Throws SystemError when the port cannot be bound.
+  TcpStoreServer(std::string token, uint16_t port = 0);
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  uint16_t port() const { return port_; }
+  // Waits until every rank that joined has left (BYE or closed), or the
+  // deadline passes; true when none is left. Used by a rank 0 that hosts the
+  // store so that it does not pull the store from under slower peers.
+  bool wait_until_idle(Deadline deadline);
+
+ private:
+  struct Impl;
+  void run();
+
+  std::string token_;
+  Fd listen_fd_;
+  Fd wake_fd_;
+  uint16_t port_ = 0;
+  std::unique_ptr<Impl> impl_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int members_ = 0;  // authenticated connections open now
+  std::thread thread_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,345 @@
+// tandem-run: start N ranks of a program on this host, like `horovodrun -np N`
+// or `mpirun -np N`, joined through Tandem's TCP rendezvous store.
+//
+//   tandem-run -np 4 python train.py
+//
+// It runs the store itself (an ephemeral port on every address, closed to
+// anyone without the per-job token it hands to its ranks), starts the ranks
+// with TANDEM_RENDEZVOUS_ADDR/TOKEN, TANDEM_RANK/SIZE and the HOROVOD_*
+// identity variables set, forwards their output line by line so that lines
+// of different ranks never mix, and ends the job as soon as one rank fails:
+// the other ranks get SIGTERM, then SIGKILL after a grace period, and
+// tandem-run exits with the first failing rank's status. See docs/bootstrap.md.
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "bootstrap/identity.h"
+#include "bootstrap/tcp_store_server.h"
+#include "common/errors.h"
+
+namespace {
+
+using tandem::Clock;
+
+constexpr int kUsageError = 2;
+constexpr auto kKillGrace = std::chrono::seconds(3);
+
+struct Options {
+  int np = 0;
+  double timeout_s = 0;  // 0: no limit on the job's wall-clock time
+  std::string timeout_text;
+  bool label = false;
+  std::vector<std::string> command;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr,
+               "tandem-run: %s\n"
+               "usage: tandem-run -np N [--timeout SECONDS] [--label] COMMAND [ARGS...]\n",
+               msg.c_str());
+  std::exit(kUsageError);
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-np" || a == "-n" || a == "--np") {
+      std::string v = value();
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 4096)
+        usage_error(a + " expects a number of ranks in 1..4096, got '" + v + "'");
+      o.np = static_cast<int>(n);
+    } else if (a == "--timeout") {
+      std::string v = value();
+      char* end = nullptr;
+      double s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(s > 0) || s > 1e7)
+        usage_error("--timeout expects a positive number of seconds, got '" + v + "'");
+      o.timeout_s = s;
+      o.timeout_text = v;
+    } else if (a == "--label" || a == "-l") {
+      o.label = true;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] COMMAND [ARGS...]\n"
+                  "Starts N ranks of COMMAND on this host, joined by Tandem's TCP rendezvous.\n"
+                  "  -np N            number of ranks\n"
+                  "  --timeout S      stop the job (exit 124) when it runs longer than S seconds\n"
+                  "  --label, -l      prefix every output line with [rank]\n");
+      std::exit(0);
+    } else {
+      usage_error("unknown option '" + a + "'");
+    }
+  }
+  if (o.np == 0) usage_error("-np N is required");
+  for (; i < argc; ++i) o.command.push_back(argv[i]);
+  if (o.command.empty()) usage_error("no command to run");
+  return o;
+}
+
+// Output of one rank's stdout or stderr: bytes are held until a line is
+// complete and then written with a single write(), which is what keeps the
+// lines of different ranks from mixing.
+struct Stream {
+  int rank;
+  int fd;      // read end of the pipe, -1 once drained
+  int out_fd;  // 1 or 2
+  std::string pending;
+};
+
+void write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // our own stdout is gone: nothing useful left to do
+    off += static_cast<size_t>(n);
+  }
+}
+
+void emit(Stream& s, bool label, bool flush_partial) {
+  // Lines longer than this are passed on in pieces rather than held forever.
+  constexpr size_t kMaxHeld = 1 << 16;
+  std::string prefix = label ? "[" + std::to_string(s.rank) + "] " : "";
+  size_t start = 0;
+  std::string out;
+  for (;;) {
+    size_t nl = s.pending.find('\n', start);
+    if (nl == std::string::npos) break;
+    out += prefix;
+    out.append(s.pending, start, nl + 1 - start);
+    start = nl + 1;
+  }
+  s.pending.erase(0, start);
+  if (!s.pending.empty() && (flush_partial || s.pending.size() >= kMaxHeld)) {
+    out += prefix + s.pending + (flush_partial ? "\n" : "");
+    s.pending.clear();
+  }
+  if (!out.empty()) write_all(s.out_fd, out);
+}
+
+struct Rank {
+  pid_t pid = -1;
+  bool running = false;
+};
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  int sig = WTERMSIG(status);
+  return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+}
+
+int exit_code_of(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class Launcher {
+ public:
+  explicit Launcher(Options o) : o_(std::move(o)), ranks_(o_.np) {}
+  int run();
+
+ private:
+  void start_rank(int r, const std::string& addr, const std::string& token, const sigset_t& old);
+  void signal_all(int sig);
+  void reap();
+  void pump(int timeout_ms);
+  void stop_job(const std::string& why, int code);
+
+  Options o_;
+  std::vector<Rank> ranks_;
+  std::vector<Stream> streams_;
+  int running_ = 0;
+  int exit_code_ = 0;
+  bool stopping_ = false;
+  Clock::time_point kill_at_;
+  int sigfd_ = -1;
+};
+
+void Launcher::start_rank(int r, const std::string& addr, const std::string& token,
+                          const sigset_t& old) {
+  int out[2], err[2], exec_err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC))
+    throw tandem::SystemError("pipe", errno);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw tandem::SystemError("fork", errno);
+  if (pid == 0) {
+    // Own process group, so that stopping a rank also stops what it spawned;
+    // killed with us if tandem-run dies, so that no rank outlives the store.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    const std::string n = std::to_string(o_.np), rs = std::to_string(r);
+    setenv("TANDEM_RENDEZVOUS_ADDR", addr.c_str(), 1);
+    setenv("TANDEM_RENDEZVOUS_TOKEN", token.c_str(), 1);
+    setenv("TANDEM_RENDEZVOUS_SERVE", "external", 1);
+    setenv("TANDEM_RANK", rs.c_str(), 1);
+    setenv("TANDEM_SIZE", n.c_str(), 1);
+    // The same identity variables the Slurm plugin exports: one host.
+    setenv("HOROVOD_RANK", rs.c_str(), 1);
+    setenv("HOROVOD_SIZE", n.c_str(), 1);
+    setenv("HOROVOD_LOCAL_RANK", rs.c_str(), 1);
+    setenv("HOROVOD_LOCAL_SIZE", n.c_str(), 1);
+    setenv("HOROVOD_CROSS_RANK", "0", 1);
+    setenv("HOROVOD_CROSS_SIZE", "1", 1);
+    std::vector<char*> argv;
+    for (auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    int e = errno;
+    (void)!::write(exec_err[1], &e, sizeof(e));
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here: no race with a signal sent right after fork
+  close(out[1]);
+  close(err[1]);
+  close(exec_err[1]);
+  int e = 0;
+  ssize_t got = read(exec_err[0], &e, sizeof(e));
+  close(exec_err[0]);
+  ranks_[r] = {pid, true};
+  ++running_;
+  streams_.push_back({r, out[0], 1, ""});
+  streams_.push_back({r, err[0], 2, ""});
+  if (got == static_cast<ssize_t>(sizeof(e)))
+    stop_job("cannot run '" + o_.command[0] + "': " + std::strerror(e), 127);
+}
+
+void Launcher::signal_all(int sig) {
+  for (auto& r : ranks_)
+    if (r.running) kill(-r.pid, sig);
+}
+
+void Launcher::stop_job(const std::string& why, int code) {
+  if (stopping_) return;
+  std::fprintf(stderr, "tandem-run: %s; stopping the job\n", why.c_str());
+  stopping_ = true;
+  exit_code_ = code;
+  signal_all(SIGTERM);
+  kill_at_ = Clock::now() + kKillGrace;
+}
+
+void Launcher::reap() {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (ranks_[r].pid != pid || !ranks_[r].running) continue;
+      ranks_[r].running = false;
+      --running_;
+      bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+      if (failed && !stopping_) stop_job("rank " + std::to_string(r) + " " + describe(status), exit_code_of(status));
+    }
+  }
+}
+
+// Moves output from the ranks' pipes to ours, and handles signals sent to us.
+void Launcher::pump(int timeout_ms) {
+  std::vector<pollfd> pfds{{sigfd_, POLLIN, 0}};
+  std::vector<Stream*> owners{nullptr};
+  for (auto& s : streams_)
+    if (s.fd >= 0) { pfds.push_back({s.fd, POLLIN, 0}); owners.push_back(&s); }
+  if (poll(pfds.data(), pfds.size(), timeout_ms) < 0 && errno != EINTR)
+    throw tandem::SystemError("poll", errno);
+  if (pfds[0].revents & POLLIN) {
+    signalfd_siginfo si;
+    while (read(sigfd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+      if (si.ssi_signo == SIGCHLD) continue;
+      stop_job(std::string("got ") + strsignal(static_cast<int>(si.ssi_signo)),
+               128 + static_cast<int>(si.ssi_signo));
+    }
+  }
+  for (size_t i = 1; i < pfds.size(); ++i) {
+    if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    Stream& s = *owners[i];
+    char buf[65536];
+    ssize_t n = read(s.fd, buf, sizeof(buf));
+    if (n > 0) {
+      s.pending.append(buf, static_cast<size_t>(n));
+      emit(s, o_.label, false);
+    } else if (n == 0 || errno != EINTR) {
+      emit(s, o_.label, true);
+      close(s.fd);
+      s.fd = -1;
+    }
+  }
+}
+
+int Launcher::run() {
+  // Signals arrive through a signalfd so that the loop handles them in order
+  // with output and child exits; children get the old mask back.
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
+  sigprocmask(SIG_BLOCK, &mask, &old);
+  sigfd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd_ < 0) throw tandem::SystemError("signalfd", errno);
+
+  // The token only needs to be unguessable; a job id generator gives 64
+  // random bits, two of them 128.
+  const std::string token = tandem::random_job_id("tok") + tandem::random_job_id("en");
+  tandem::TcpStoreServer store(token, 0);
+  const std::string addr = "127.0.0.1:" + std::to_string(store.port());
+  for (int r = 0; r < o_.np && !stopping_; ++r) start_rank(r, addr, token, old);
+
+  const auto job_deadline = o_.timeout_s > 0
+      ? Clock::now() + std::chrono::milliseconds(static_cast<long long>(o_.timeout_s * 1000))
+      : Clock::time_point::max();
+  auto streams_open = [&] {
+    return std::any_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.fd >= 0; });
+  };
+  while (running_ > 0) {
+    auto next = stopping_ ? kill_at_ : job_deadline;
+    pump(std::min(tandem::ms_left(next), 1000));
+    reap();
+    if (!stopping_ && Clock::now() >= job_deadline)
+      stop_job("the job ran past --timeout " + o_.timeout_text + " s", 124);
+    if (stopping_ && Clock::now() >= kill_at_ && running_ > 0) {
+      signal_all(SIGKILL);
+      kill_at_ = Clock::now() + std::chrono::hours(1);
+    }
+  }
+  // Every rank is gone; what is left in the pipes is read out. A process the
+  // ranks left behind may hold a pipe open, so this ends after a grace time.
+  const auto drain_until = Clock::now() + std::chrono::seconds(1);
+  while (streams_open() && Clock::now() < drain_until) pump(tandem::ms_left(drain_until));
+  for (auto& s : streams_)
+    if (s.fd >= 0) { emit(s, o_.label, true); close(s.fd); }
+  return exit_code_;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse_args(argc, argv);
+  try {
+    return Launcher(std::move(o)).run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem-run: %s\n", e.what());
+    return 1;
+  }
+}
