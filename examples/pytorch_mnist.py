@@ -29,14 +29,14 @@ import horovod.torch as hvd
 def parse_args():
     p = argparse.ArgumentParser(description="Horovod-style MNIST example (synthetic data)")
     p.add_argument("--batch-size", type=int, default=64, help="per-rank batch size")
-    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--steps", type=int, default=0,
                    help="stop after this many steps in total (0: run every epoch fully)")
-    p.add_argument("--lr", type=float, default=0.01, help="learning rate for one rank")
+    p.add_argument("--lr", type=float, default=0.02, help="learning rate for one rank")
     p.add_argument("--momentum", type=float, default=0.5)
     p.add_argument("--dropout", type=float, default=0.25,
                    help="dropout probability (0 makes a run deterministic)")
-    p.add_argument("--num-samples", type=int, default=8192)
+    p.add_argument("--num-samples", type=int, default=16384)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--no-scale-lr", action="store_true",
                    help="do not multiply the learning rate by the number of ranks")
@@ -52,10 +52,11 @@ class SyntheticMNIST(torch.utils.data.Dataset):
 
     def __init__(self, n, seed):
         g = torch.Generator().manual_seed(seed)
-        templates = torch.rand(10, 1, 28, 28, generator=g)
+        # Binary "strokes" per class, then Gaussian noise of the same scale.
+        templates = (torch.rand(10, 1, 28, 28, generator=g) > 0.5).float()
         self.labels = torch.randint(0, 10, (n,), generator=g)
-        noise = torch.randn(n, 1, 28, 28, generator=g) * 0.5
-        self.images = (templates[self.labels] + noise - 0.5) / 0.5
+        noise = torch.randn(n, 1, 28, 28, generator=g)
+        self.images = (templates[self.labels] - 0.5) * 2 + noise
 
     def __len__(self):
         return len(self.labels)

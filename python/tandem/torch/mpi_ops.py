@@ -279,6 +279,7 @@ def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set)
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
     op = _resolve_op(op, average, "allreduce")
+    _check_tensor(tensor, "allreduce_async")
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
     return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
                             process_set)
@@ -303,6 +304,7 @@ class TandemAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, op, name, prescale, postscale, process_set):
         ctx.op, ctx.prescale, ctx.postscale, ctx.process_set = op, prescale, postscale, process_set
+        _check_tensor(tensor, "allreduce")
         output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
         return synchronize(_allreduce_async(tensor, output, name, op, prescale, postscale,
                                             process_set))
@@ -319,6 +321,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     """Returns the reduction of ``tensor`` over the ranks (Average by default);
     the input is not modified. Differentiable."""
     op = _resolve_op(op, average, "allreduce")
+    _check_tensor(tensor, "allreduce")
     compressed, ctx = compression.compress(tensor)
     reduced = TandemAllreduce.apply(compressed, op, name, prescale_factor, postscale_factor,
                                     process_set)
@@ -348,6 +351,8 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, pr
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
     op = _resolve_op(op, average, "grouped_allreduce")
+    for t in tensors:
+        _check_tensor(t, "grouped_allreduce_async")
     outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
     return _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor,
                                     postscale_factor, process_set)
@@ -371,6 +376,8 @@ class TandemGroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, op, name, prescale, postscale, process_set, *tensors):
         ctx.op, ctx.prescale, ctx.postscale, ctx.process_set = op, prescale, postscale, process_set
+        for t in tensors:
+            _check_tensor(t, "grouped_allreduce")
         outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
         return tuple(synchronize(_grouped_allreduce_async(
             list(tensors), outputs, name, op, prescale, postscale, process_set)))
@@ -414,6 +421,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set, what):
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    _check_tensor(tensor, "broadcast_async")
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
     return _broadcast_async(tensor, output, root_rank, name, process_set, "broadcast")
 
