@@ -111,8 +111,16 @@ TANDEM_API tandem_result_t tandem_cross_size(int *cross_size);
 
 /* ----------------------------------------------- blocking collectives (host) */
 
-/* In-place operation: pass the same pointer as send and recv. A count of 0
- * is valid and still synchronises nothing but argument checks. */
+/* In-place operation: pass the same pointer as send and recv; any other
+ * overlap of send and recv is not allowed. A count of 0 is valid and
+ * synchronises nothing but argument checks. Argument errors are found
+ * before anything is sent, but only on the rank that made them: a rank whose
+ * peers called with valid arguments leaves them waiting until TANDEM_TIMEOUT.
+ * Integer AVERAGE truncates toward zero; AVERAGE is not defined for bool.
+ * Results are bitwise identical on every rank and reproducible for a given
+ * layout: contributions are combined in a fixed rank order (float16 and
+ * bfloat16 in float32). After a lost peer or a timeout every later
+ * collective fails with the same error: the job must restart. */
 
 /* recv = postscale * op_{ranks}(prescale * send). Scales apply to floating
  * types only and must be 1.0 for integer types. */
@@ -165,6 +173,19 @@ TANDEM_API tandem_result_t tandem_test(tandem_request_t request);
 TANDEM_API tandem_result_t tandem_wait(tandem_request_t request);
 /* Releases a completed request. Freeing a running request waits for it. */
 TANDEM_API void tandem_request_free(tandem_request_t request);
+
+/* ------------------------------------------- shared-memory buffers (host) */
+
+/* Allocates `bytes` (page aligned) in this node's shared-memory segment.
+ * A collective whose send buffer lies in such a buffer is read by the other
+ * ranks of the node where it lies, skipping one copy; in-place allreduce on
+ * it is the fastest host path. Each rank may hold up to
+ * TANDEM_SHM_ARENA_BYTES (default 64 MiB) of them; larger requests fail with
+ * TANDEM_ERR_INVALID_ARGUMENT, a full /dev/shm with TANDEM_ERR_SYSTEM.
+ * Valid until tandem_free_shared() or tandem_finalize(). */
+TANDEM_API tandem_result_t tandem_alloc_shared(size_t bytes, void **ptr);
+/* Releases a buffer from tandem_alloc_shared(); NULL is a no-op. */
+TANDEM_API tandem_result_t tandem_free_shared(void *ptr);
 
 /* ------------------------------------------------------------- GPU (NCCL) */
 

@@ -1,0 +1,15 @@
+// How tandem_init joins the job: the bootstrap the process was launched with
+// (bootstrap_from_environment) and, for jobs on several nodes, TCP between
+// nodes (connect_tcp). Kept apart so the rest of the API never names a
+// concrete bootstrap or transport.
+#pragma once
+
+#include <memory>
+
+#include "communicator/communicator.h"
+
+namespace tandem {
+
+std::unique_ptr<Communicator> join_job();
+
+}  // namespace tandem

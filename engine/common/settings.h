@@ -1,0 +1,32 @@
+// Environment settings: every TANDEM_*/HOROVOD_* variable is read through
+// these helpers, declared once next to the code that uses it (or here when
+// several layers share it), and parsed strictly: a value that is set but
+// malformed or out of range is an InvalidArgument that names the variable,
+// the value and what was expected, never a silent fallback to the default.
+// An unset or empty variable means "use the default".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace tandem {
+
+// Integer in [min, max]; decimal only, no trailing characters.
+int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max);
+
+// Finite number in [min, max] (e.g. "0.5", "300").
+double env_double(const char* name, double fallback, double min, double max);
+
+// Raw string (no parsing); fallback when unset or empty.
+std::string env_string(const char* name, const std::string& fallback);
+
+// TANDEM_TIMEOUT: seconds (fractions allowed, > 0) that any wait on a peer may
+// last without progress before it fails with TimeoutError. Default 300 s: long
+// enough for a slow rank to finish a training step, short enough that a hung
+// job is noticed. Shared by the bootstrap, the transports and the runtime.
+constexpr const char* kTimeoutVariable = "TANDEM_TIMEOUT";
+constexpr double kDefaultTimeoutSeconds = 300.0;
+std::chrono::milliseconds timeout_from_environment();
+
+}  // namespace tandem

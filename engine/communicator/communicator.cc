@@ -1,0 +1,269 @@
+#include "communicator/communicator.h"
+
+#include <algorithm>
+
+#include "collectives/collectives.h"
+#include "common/errors.h"
+#include "common/settings.h"
+#include "shm/shm_settings.h"
+#include "shm/shm_group.h"
+
+namespace tandem {
+namespace {
+
+void need_buffer(const char* what, const char* name, const void* p, size_t count) {
+  if (p == nullptr && count > 0)
+    throw InvalidArgument(std::string(what) + ": " + name + " is NULL but holds " +
+                          std::to_string(count) + " elements; pass a buffer");
+}
+
+size_t need_dtype(const char* what, int dtype) {
+  const size_t es = dtype_size(dtype);
+  if (es == 0)
+    throw InvalidArgument(std::string(what) + ": unknown data type " + std::to_string(dtype) +
+                          "; expected a tandem_dtype_t (TANDEM_UINT8 .. TANDEM_BOOL)");
+  return es;
+}
+
+void need_counts(const char* what, const char* name, const std::vector<size_t>& counts, int size) {
+  if (static_cast<int>(counts.size()) != size)
+    throw InvalidArgument(std::string(what) + ": " + name + " has " + std::to_string(counts.size()) +
+                          " entries, expected one per rank (" + std::to_string(size) + ")");
+}
+
+size_t sum(const std::vector<size_t>& v) {
+  size_t s = 0;
+  for (size_t x : v) s += x;
+  return s;
+}
+
+std::vector<size_t> scaled(const std::vector<size_t>& v, size_t es) {
+  std::vector<size_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] * es;
+  return out;
+}
+
+// The world ranks of each node, ascending; and each rank's local index.
+std::vector<std::vector<int>> ranks_by_node(const Identity& id) {
+  std::vector<std::vector<int>> nodes(std::max(1, id.cross_size));
+  for (int r = 0; r < id.size; ++r) {
+    const int node = id.node_of_rank.empty() ? 0 : id.node_of_rank.at(r);
+    if (node < 0 || node >= static_cast<int>(nodes.size()))
+      throw BootstrapError("rank " + std::to_string(r) + " is on node " + std::to_string(node) +
+                           " but the job has " + std::to_string(id.cross_size) + " nodes");
+    nodes[node].push_back(r);
+  }
+  return nodes;
+}
+
+}  // namespace
+
+CommunicatorOptions CommunicatorOptions::from_environment() {
+  CommunicatorOptions o;
+  o.timeout = timeout_from_environment();
+  o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
+  o.shm_arena_bytes = shm_arena_bytes_from_environment();
+  o.shm_spin_us = shm_spin_us_from_environment();
+  return o;
+}
+
+Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactory connect,
+                           const CommunicatorOptions& options)
+    : bootstrap_(std::move(bootstrap)), connect_(std::move(connect)), options_(options),
+      id_(bootstrap_->identity()) {
+  ShmOptions so;
+  so.timeout = options.timeout;
+  so.chunk_bytes = options.shm_chunk_bytes;
+  so.arena_bytes = options.shm_arena_bytes;
+  so.spin_us = options.shm_spin_us;
+  shm_ = std::make_unique<ShmGroup>(*bootstrap_, so);
+  if (id_.cross_size > 1) {
+    if (!connect_)
+      throw UnsupportedError("the job spans " + std::to_string(id_.cross_size) +
+                             " nodes but this build has no transport between nodes");
+    const auto nodes = ranks_by_node(id_);
+    std::vector<int> group;
+    for (const auto& node : nodes) {
+      if (node.size() != nodes[0].size()) uniform_ = false;
+      if (id_.local_rank < static_cast<int>(node.size())) group.push_back(node[id_.local_rank]);
+    }
+    cross_ = connect_(*bootstrap_, group, options_.timeout);
+  }
+}
+
+Communicator::~Communicator() = default;
+
+Transport& Communicator::world_transport() {
+  if (!world_) {
+    std::vector<int> all(id_.size);
+    for (int r = 0; r < id_.size; ++r) all[r] = r;
+    world_ = connect_(*bootstrap_, all, options_.timeout);
+  }
+  return *world_;
+}
+
+void Communicator::poison(const std::exception_ptr& e) {
+  std::string msg = "an earlier collective failed";
+  AbortKind kind = AbortKind::kAborted;
+  try {
+    std::rethrow_exception(e);
+  } catch (const PeerLostError& x) {
+    msg = x.what();
+    kind = AbortKind::kPeerLost;
+  } catch (const TimeoutError& x) {
+    msg = x.what();
+    kind = AbortKind::kTimeout;
+  } catch (const std::exception& x) {
+    msg = x.what();
+  }
+  {
+    std::lock_guard<std::mutex> lock(poison_mu_);
+    if (!failed_) failed_ = e;
+  }
+  shm_->abort(kind, msg);
+  if (cross_) cross_->abort(msg);
+  if (world_) world_->abort(msg);
+}
+
+template <typename F>
+void Communicator::run(F&& body) {
+  {
+    std::lock_guard<std::mutex> lock(poison_mu_);
+    if (failed_) std::rethrow_exception(failed_);
+  }
+  try {
+    body();
+  } catch (const Error&) {
+    poison(std::current_exception());
+    throw;
+  }
+}
+
+void Communicator::abort(const std::string& why) { poison(std::make_exception_ptr(AbortedError(why))); }
+
+void Communicator::allreduce(const void* send, void* recv, size_t count, tandem_dtype_t dtype,
+                             tandem_op_t op, double prescale, double postscale) {
+  check_reduction("allreduce", dtype, op, prescale, postscale);
+  need_buffer("allreduce", "send", send, count);
+  need_buffer("allreduce", "recv", recv, count);
+  if (count == 0) return;
+  Reduction r{dtype, op, prescale, true, postscale, id_.size};
+  run([&] {
+    if (id_.cross_size == 1)
+      shm_->allreduce(send, recv, count, r);
+    else
+      hierarchical_allreduce(send, recv, count, r);
+  });
+}
+
+void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t count,
+                                          const Reduction& r) {
+  Reduction across = r;
+  across.prescale = 1.0;  // applied once, inside the node
+  if (uniform_) {
+    shm_->allreduce(send, recv, count, r, [&](void* part, size_t n) {
+      tandem::allreduce(*cross_, part, n, across);
+    });
+    return;
+  }
+  Reduction node = r;
+  node.finalize = false;
+  shm_->allreduce(send, recv, count, node);
+  if (id_.local_rank == 0) tandem::allreduce(*cross_, recv, count, across);
+  shm_->broadcast(recv, count * dtype_size(r.dtype), 0);
+}
+
+void Communicator::broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root) {
+  const size_t es = need_dtype("broadcast", dtype);
+  need_buffer("broadcast", "buf", buf, count);
+  if (root < 0 || root >= id_.size)
+    throw InvalidArgument("broadcast: root " + std::to_string(root) + " is out of range; expected 0.." +
+                          std::to_string(id_.size - 1));
+  if (count == 0) return;
+  run([&] {
+    if (id_.cross_size == 1)
+      shm_->broadcast(buf, count * es, root);
+    else
+      tandem::broadcast(world_transport(), buf, count * es, root);
+  });
+}
+
+void Communicator::allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype) {
+  allgatherv(send, count, recv, std::vector<size_t>(id_.size, count), dtype);
+}
+
+void Communicator::allgatherv(const void* send, size_t send_count, void* recv,
+                              const std::vector<size_t>& recv_counts, tandem_dtype_t dtype) {
+  const size_t es = need_dtype("allgather", dtype);
+  need_counts("allgather", "recv_counts", recv_counts, id_.size);
+  if (send_count != recv_counts[id_.rank])
+    throw InvalidArgument("allgatherv: send_count is " + std::to_string(send_count) +
+                          " but recv_counts[" + std::to_string(id_.rank) + "] is " +
+                          std::to_string(recv_counts[id_.rank]) + "; they must be equal");
+  need_buffer("allgather", "send", send, send_count);
+  need_buffer("allgather", "recv", recv, sum(recv_counts));
+  if (sum(recv_counts) == 0) return;
+  run([&] {
+    if (id_.cross_size == 1)
+      shm_->allgatherv(send, recv, scaled(recv_counts, es));
+    else
+      tandem::allgatherv(world_transport(), send, recv, scaled(recv_counts, es));
+  });
+}
+
+void Communicator::alltoall(const void* send, void* recv, size_t count, tandem_dtype_t dtype) {
+  const std::vector<size_t> counts(id_.size, count);
+  alltoallv(send, counts, recv, counts, dtype);
+}
+
+void Communicator::alltoallv(const void* send, const std::vector<size_t>& send_counts, void* recv,
+                             const std::vector<size_t>& recv_counts, tandem_dtype_t dtype) {
+  const size_t es = need_dtype("alltoall", dtype);
+  need_counts("alltoall", "send_counts", send_counts, id_.size);
+  need_counts("alltoall", "recv_counts", recv_counts, id_.size);
+  if (send_counts[id_.rank] != recv_counts[id_.rank])
+    throw InvalidArgument("alltoallv: this rank sends " + std::to_string(send_counts[id_.rank]) +
+                          " elements to itself but receives " + std::to_string(recv_counts[id_.rank]));
+  need_buffer("alltoall", "send", send, sum(send_counts));
+  need_buffer("alltoall", "recv", recv, sum(recv_counts));
+  if (send == recv && sum(send_counts) > 0)
+    throw InvalidArgument("alltoall: send and recv must be different buffers");
+  run([&] {
+    if (id_.cross_size == 1)
+      shm_->alltoallv(send, scaled(send_counts, es), recv, scaled(recv_counts, es));
+    else
+      tandem::alltoallv(world_transport(), send, scaled(send_counts, es), recv, scaled(recv_counts, es));
+  });
+}
+
+void Communicator::reducescatter(const void* send, void* recv, const std::vector<size_t>& recv_counts,
+                                 tandem_dtype_t dtype, tandem_op_t op) {
+  check_reduction("reducescatter", dtype, op, 1.0, 1.0);
+  need_counts("reducescatter", "recv_counts", recv_counts, id_.size);
+  need_buffer("reducescatter", "send", send, sum(recv_counts));
+  need_buffer("reducescatter", "recv", recv, recv_counts[id_.rank]);
+  if (sum(recv_counts) == 0) return;
+  Reduction r{dtype, op, 1.0, true, 1.0, id_.size};
+  run([&] {
+    if (id_.cross_size == 1)
+      shm_->reducescatter(send, recv, recv_counts, r);
+    else
+      tandem::reducescatter(world_transport(), send, recv, recv_counts, r);
+  });
+}
+
+void Communicator::barrier() {
+  run([&] {
+    shm_->barrier();
+    if (id_.cross_size > 1) {
+      if (id_.local_rank == 0) tandem::barrier(*cross_);
+      shm_->barrier();
+    }
+  });
+}
+
+void* Communicator::allocate_shared(size_t bytes) { return shm_->allocate(bytes); }
+void Communicator::free_shared(void* p) { shm_->free(p); }
+bool Communicator::is_shared(const void* p, size_t bytes) const { return shm_->in_arena(p, bytes); }
+
+}  // namespace tandem

@@ -1,0 +1,110 @@
+// A Communicator is one process's membership in a job's collectives: its
+// identity (bootstrap), the shared-memory group of its node and, when the job
+// spans nodes, point-to-point transports to the other nodes. It is what the C
+// API and the runtime call; it picks the algorithm:
+//   - one node: everything over shared memory (shm/);
+//   - several nodes, allreduce: hierarchical. Inside a node each local rank
+//     reduces its part of every pipeline step over shared memory, allreduces
+//     that part across nodes over its own transport (all local ranks in
+//     parallel, one transport per local rank), and the node shares the
+//     parts. With an uneven layout (3+1) the local rank 0s carry the whole
+//     buffer between nodes instead;
+//   - several nodes, other collectives: over a transport joining every rank
+//     (connected on first use), barrier through the node leaders.
+// Results are bitwise identical on every rank and reproducible for a layout.
+//
+// Collectives are called by every rank in the same order, one at a time per
+// Communicator (the C API serialises its callers). After any failure (peer
+// lost, timeout) the Communicator is poisoned: every later call rethrows the
+// first error, and local peers and transports are aborted so that nobody
+// waits for this rank.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "collectives/reduce.h"
+#include "transport/transport.h"
+
+namespace tandem {
+
+class ShmGroup;
+
+// Makes a Transport for `members` (world ranks, ascending, including this
+// one); collective over the world like connect_tcp().
+using TransportFactory = std::function<std::unique_ptr<Transport>(
+    Bootstrap&, const std::vector<int>& members, std::chrono::milliseconds timeout)>;
+
+struct CommunicatorOptions {
+  std::chrono::milliseconds timeout{300000};  // TANDEM_TIMEOUT
+  size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
+  size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
+  int shm_spin_us = 20;                        // TANDEM_SHM_SPIN_US
+  // Reads the variables above (common/settings.h, shm/shm_settings.h);
+  // throws InvalidArgument naming a malformed one.
+  static CommunicatorOptions from_environment();
+};
+
+class Communicator {
+ public:
+  // Collective over the world. `connect` may be empty for a one-node job.
+  Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactory connect,
+               const CommunicatorOptions& options);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const Identity& identity() const { return id_; }
+
+  // Argument errors throw InvalidArgument before anything is sent (the
+  // Communicator stays usable). Counts are elements. recv == send is in place.
+  void allreduce(const void* send, void* recv, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                 double prescale = 1.0, double postscale = 1.0);
+  void broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root);
+  void allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype);
+  // recv_counts has size() entries; send_count must be recv_counts[rank].
+  void allgatherv(const void* send, size_t send_count, void* recv,
+                  const std::vector<size_t>& recv_counts, tandem_dtype_t dtype);
+  void alltoall(const void* send, void* recv, size_t count, tandem_dtype_t dtype);
+  void alltoallv(const void* send, const std::vector<size_t>& send_counts, void* recv,
+                 const std::vector<size_t>& recv_counts, tandem_dtype_t dtype);
+  void reducescatter(const void* send, void* recv, const std::vector<size_t>& recv_counts,
+                     tandem_dtype_t dtype, tandem_op_t op);
+  void barrier();
+
+  // Buffers in this node's shared segment (page aligned, at most
+  // TANDEM_SHM_ARENA_BYTES in all per rank). An allreduce whose send buffer
+  // lies in one is read by the local peers in place: no copy-in. Thread-safe.
+  void* allocate_shared(size_t bytes);
+  void free_shared(void* p);
+  bool is_shared(const void* p, size_t bytes) const;
+
+  // Fails this rank's and its peers' current and later collectives.
+  void abort(const std::string& why);
+
+ private:
+  template <typename F>
+  void run(F&& body);
+  void poison(const std::exception_ptr& e);
+  Transport& world_transport();
+  void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r);
+
+  std::unique_ptr<Bootstrap> bootstrap_;
+  TransportFactory connect_;
+  CommunicatorOptions options_;
+  Identity id_;
+  std::unique_ptr<ShmGroup> shm_;
+  bool uniform_ = true;               // every node has the same number of ranks
+  std::unique_ptr<Transport> cross_;  // same local rank on every node
+  std::unique_ptr<Transport> world_;  // every rank, on first use
+  std::mutex poison_mu_;
+  std::exception_ptr failed_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,42 @@
+// The control block at the start of a node's shared segment: what the local
+// ranks publish to each other. Plain data with atomics only (it is shared
+// between processes); every field a rank writes sits in that rank's own
+// cache line, so ranks never write to the same line except the wake word.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace tandem {
+
+constexpr uint32_t kControlMagic = 0x546e6430;  // "Tnd0"
+constexpr int kMaxLocalRanks = 512;
+
+enum class AbortKind : uint32_t { kNone = 0, kPeerLost = 1, kTimeout = 2, kAborted = 3 };
+
+struct alignas(64) RankControl {
+  std::atomic<uint64_t> epoch;      // barriers this rank has arrived at
+  std::atomic<int32_t> pid;         // for liveness checks (pidfd)
+  // Double-buffered by step parity (see ShmGroup): where this rank's input
+  // of the step lies (segment offset), and one small value per step.
+  std::atomic<uint64_t> offset[2];
+  std::atomic<uint64_t> value[2];
+};
+
+struct ControlBlock {
+  uint32_t magic;
+  uint32_t local_size;
+  uint64_t chunk_bytes;
+  uint64_t arena_bytes;
+  alignas(64) std::atomic<uint32_t> wake;      // futex word: bumped when sleepers must wake
+  std::atomic<uint32_t> sleepers;              // ranks inside futex_wait
+  alignas(64) std::atomic<uint32_t> abort_state;  // 0 none, 1 writing, 2 message ready
+  uint32_t abort_kind;
+  char abort_message[1024];
+  RankControl ranks[kMaxLocalRanks];
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared atomics must be lock-free");
+
+}  // namespace tandem

@@ -1,0 +1,207 @@
+#include "shm/node_sync.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+
+namespace tandem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often a sleeping waiter wakes up to look at its peers' pidfds.
+constexpr auto kLivenessSlice = std::chrono::milliseconds(10);
+
+// Shared (not FUTEX_PRIVATE): the word is in memory mapped by several processes.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds d) {
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(d.count() / 1000000000);
+  ts.tv_nsec = static_cast<long>(d.count() % 1000000000);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+int cpus_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  return CPU_COUNT(&set);
+}
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+}  // namespace
+
+NodeSync::NodeSync(ControlBlock* control, int local_rank, std::vector<int> world_ranks,
+                   std::chrono::milliseconds timeout, int spin_us)
+    : control_(control),
+      me_(local_rank),
+      n_(static_cast<int>(world_ranks.size())),
+      world_ranks_(std::move(world_ranks)),
+      timeout_(timeout),
+      spin_us_(spin_us),
+      oversubscribed_(n_ > cpus_available()),
+      pidfds_(n_, -1) {
+  epoch_ = control_->ranks[me_].epoch.load();
+  control_->ranks[me_].pid.store(getpid());
+}
+
+NodeSync::~NodeSync() {
+  for (int fd : pidfds_)
+    if (fd >= 0) close(fd);
+}
+
+void NodeSync::watch_peers() {
+  const pid_t self = getpid();
+  for (int r = 0; r < n_; ++r) {
+    const pid_t pid = control_->ranks[r].pid.load();
+    if (pid == self || pid <= 0) continue;
+    // Without pidfds (old kernel, seccomp) check_peers falls back to kill(pid, 0).
+    pidfds_[r] = open_pidfd(pid);
+  }
+}
+
+void NodeSync::arrive() {
+  control_->ranks[me_].epoch.store(++epoch_, std::memory_order_seq_cst);
+  if (control_->sleepers.load(std::memory_order_seq_cst) > 0) wake_all();
+}
+
+void NodeSync::wake_all() {
+  control_->wake.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(&control_->wake);
+}
+
+bool NodeSync::all_arrived(uint64_t target) const {
+  for (int r = 0; r < n_; ++r)
+    if (control_->ranks[r].epoch.load(std::memory_order_acquire) < target) return false;
+  return true;
+}
+
+std::string NodeSync::missing(uint64_t target) const {
+  std::string out;
+  for (int r = 0; r < n_; ++r)
+    if (control_->ranks[r].epoch.load() < target)
+      out += (out.empty() ? "" : ", ") + std::to_string(world_ranks_[r]);
+  return out;
+}
+
+void NodeSync::check_aborted() const {
+  if (control_->abort_state.load(std::memory_order_acquire) != 2) return;
+  const std::string msg(control_->abort_message);
+  switch (static_cast<AbortKind>(control_->abort_kind)) {
+    case AbortKind::kPeerLost: throw PeerLostError(msg);
+    case AbortKind::kTimeout: throw TimeoutError(msg);
+    default: throw AbortedError(msg);
+  }
+}
+
+void NodeSync::abort(AbortKind kind, const std::string& message) {
+  uint32_t expected = 0;
+  if (control_->abort_state.compare_exchange_strong(expected, 1)) {
+    control_->abort_kind = static_cast<uint32_t>(kind);
+    std::strncpy(control_->abort_message, message.c_str(), sizeof control_->abort_message - 1);
+    control_->abort_message[sizeof control_->abort_message - 1] = '\0';
+    control_->abort_state.store(2, std::memory_order_release);
+  }
+  wake_all();
+}
+
+void NodeSync::check_peers(const char* what, uint64_t target) {
+  for (int r = 0; r < n_; ++r) {
+    if (r == me_ || control_->ranks[r].epoch.load() >= target) continue;
+    const pid_t pid = control_->ranks[r].pid.load();
+    bool dead = false;
+    if (pidfds_[r] >= 0) {
+      struct pollfd p = {pidfds_[r], POLLIN, 0};
+      dead = poll(&p, 1, 0) > 0;
+    } else if (pid > 0 && pid != getpid()) {
+      dead = kill(pid, 0) != 0 && errno == ESRCH;
+    }
+    if (dead) {
+      abort(AbortKind::kPeerLost,
+            std::string(what) + ": rank " + std::to_string(world_ranks_[r]) + " (pid " +
+                std::to_string(pid) +
+                ", same node) died during the collective; the job cannot continue, restart it");
+      check_aborted();
+    }
+  }
+}
+
+void NodeSync::wait(const char* what) {
+  const uint64_t target = epoch_;
+  if (all_arrived(target)) return;
+  const auto start = Clock::now();
+  const auto deadline = start + timeout_;
+  // Spin only while the ranks fit on our CPUs; otherwise a spinning rank
+  // steals the core the rank it waits for needs.
+  if (!oversubscribed_ && spin_us_ > 0) {
+    const auto spin_end = start + std::chrono::microseconds(spin_us_);
+    for (int i = 1;; ++i) {
+      cpu_relax();
+      if (all_arrived(target)) return;
+      if ((i & 63) == 0 && Clock::now() >= spin_end) break;
+    }
+  } else {
+    for (int i = 0; i < 2; ++i) {
+      sched_yield();
+      if (all_arrived(target)) return;
+    }
+  }
+  auto next_check = Clock::now();
+  for (;;) {
+    check_aborted();
+    const auto now = Clock::now();
+    if (now >= next_check) {
+      check_peers(what, target);
+      next_check = now + kLivenessSlice;
+    }
+    if (now >= deadline) {
+      abort(AbortKind::kTimeout,
+            std::string(what) + ": rank(s) " + missing(target) + " did not arrive within " +
+                std::to_string(timeout_.count() / 1000.0).substr(0, 8) +
+                " s (TANDEM_TIMEOUT); a peer is stopped, hung or far behind");
+      check_aborted();
+    }
+    control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t w = control_->wake.load(std::memory_order_seq_cst);
+    if (all_arrived(target)) {
+      control_->sleepers.fetch_sub(1);
+      return;
+    }
+    const auto slice = std::min<Clock::duration>(kLivenessSlice, deadline - now);
+    if (control_->abort_state.load() == 0)
+      futex_wait(&control_->wake, w, std::chrono::duration_cast<std::chrono::nanoseconds>(slice));
+    control_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (all_arrived(target)) return;
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,61 @@
+// Node-local synchronisation over the control block: a barrier among the
+// local ranks that spins briefly, then sleeps on a futex in the segment, and
+// always ends: when every rank arrived, when a peer process died (checked
+// with pidfds while waiting, so a SIGKILL is noticed within ~10 ms), when the
+// deadline passes (a stopped peer), or when another rank aborted the group.
+// The first rank to see a failure records it in the segment so that every
+// survivor fails with the same error naming the same rank.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "shm/control.h"
+
+namespace tandem {
+
+class NodeSync {
+ public:
+  // world_ranks[i] is the world rank of local rank i (for messages).
+  NodeSync(ControlBlock* control, int local_rank, std::vector<int> world_ranks,
+           std::chrono::milliseconds timeout, int spin_us);
+  ~NodeSync();
+  NodeSync(const NodeSync&) = delete;
+  NodeSync& operator=(const NodeSync&) = delete;
+
+  // Call once every local rank has written its pid (after the setup barrier).
+  void watch_peers();
+
+  void arrive();
+  // Waits until every local rank arrived as often as this one. `what` names
+  // the operation in errors. Throws PeerLostError, TimeoutError, AbortedError.
+  void wait(const char* what);
+  void barrier(const char* what) {
+    arrive();
+    wait(what);
+  }
+
+  // Records a failure for every local rank (first one wins) and wakes them.
+  void abort(AbortKind kind, const std::string& message);
+  // Throws the recorded failure, if any.
+  void check_aborted() const;
+
+ private:
+  bool all_arrived(uint64_t target) const;
+  std::string missing(uint64_t target) const;
+  void check_peers(const char* what, uint64_t target);
+  void wake_all();
+
+  ControlBlock* control_;
+  int me_;
+  int n_;
+  std::vector<int> world_ranks_;
+  std::chrono::milliseconds timeout_;
+  int spin_us_;
+  bool oversubscribed_;
+  uint64_t epoch_ = 0;
+  std::vector<int> pidfds_;  // -1 for this process (threads) or when unavailable
+};
+
+}  // namespace tandem

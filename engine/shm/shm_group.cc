@@ -1,0 +1,337 @@
+#include "shm/shm_group.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "common/errors.h"
+
+namespace tandem {
+namespace {
+
+constexpr size_t kPage = 4096;
+// Up to this many bytes an allreduce takes the one-barrier path.
+constexpr size_t kSmallBytes = 4096;
+
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+// Part j of m elements split among n ranks, in whole 64-byte lines where the
+// element size allows, so that no two ranks write the same cache line.
+void split(size_t m, int n, int j, size_t es, size_t* lo, size_t* hi) {
+  const size_t unit = es >= 64 ? 1 : 64 / es;
+  const size_t per = round_up((m + n - 1) / n, unit);
+  *lo = std::min(m, per * static_cast<size_t>(j));
+  *hi = std::min(m, *lo + per);
+}
+
+// What the node's first local rank tells the others about the segment.
+struct SegmentInfo {
+  std::string name;
+  size_t chunk = 0;
+  size_t arena = 0;
+};
+
+Bytes encode(const SegmentInfo& s) {
+  std::ostringstream o;
+  o << s.chunk << ' ' << s.arena << ' ' << s.name;
+  const std::string t = o.str();
+  return Bytes(t.begin(), t.end());
+}
+
+SegmentInfo decode(const Bytes& b) {
+  std::istringstream i(std::string(b.begin(), b.end()));
+  SegmentInfo s;
+  i >> s.chunk >> s.arena >> s.name;
+  if (!i && !i.eof()) throw BootstrapError("shared memory setup: malformed segment description");
+  return s;
+}
+
+}  // namespace
+
+ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
+  const Identity& id = bootstrap.identity();
+  std::vector<int> locals;
+  for (int r = 0; r < id.size; ++r) {
+    const int node = id.node_of_rank.empty() ? 0 : id.node_of_rank.at(r);
+    if (node == (id.node_of_rank.empty() ? 0 : id.cross_rank)) locals.push_back(r);
+  }
+  n_ = static_cast<int>(locals.size());
+  me_ = static_cast<int>(std::find(locals.begin(), locals.end(), id.rank) - locals.begin());
+  if (me_ != id.local_rank || n_ != id.local_size || n_ > kMaxLocalRanks)
+    throw BootstrapError("shared memory setup: rank " + std::to_string(id.rank) + " has local rank " +
+                         std::to_string(id.local_rank) + " of " + std::to_string(id.local_size) +
+                         " but its node holds " + std::to_string(n_) +
+                         " ranks (at most " + std::to_string(kMaxLocalRanks) +
+                         "); the launcher's layout is inconsistent");
+
+  // Every rank proposes its settings; world rank 0's chunk size wins
+  // everywhere (the hierarchical allreduce needs the same steps on every
+  // node), the node leader's arena size wins in the node.
+  SegmentInfo mine{"", round_up(std::max<size_t>(options.chunk_bytes, kPage), kPage),
+                   round_up(options.arena_bytes, kPage)};
+  control_bytes_ = round_up(sizeof(ControlBlock), kPage);
+  auto total = [&](const SegmentInfo& s) {
+    return control_bytes_ + static_cast<size_t>(n_) * (2 * s.chunk + s.arena);
+  };
+  // Two rounds: first agree on the sizes, then the leader creates.
+  auto proposals = bootstrap.allgather(encode(mine), options.timeout);
+  const SegmentInfo world0 = decode(proposals.at(0));
+  const SegmentInfo leader = decode(proposals.at(locals[0]));
+  chunk_ = world0.chunk;
+  arena_ = leader.arena;
+  SegmentInfo info{"", chunk_, arena_};
+  if (me_ == 0) {
+    info.name = make_segment_name(id.job_id);
+    seg_ = SharedSegment::create(info.name, total(info), control_bytes_ + n_ * 2 * chunk_);
+    ControlBlock* c = control();
+    c->magic = kControlMagic;
+    c->local_size = static_cast<uint32_t>(n_);
+    c->chunk_bytes = chunk_;
+    c->arena_bytes = arena_;
+  }
+  auto names = bootstrap.allgather(me_ == 0 ? encode(info) : Bytes{}, options.timeout);
+  if (me_ != 0) {
+    info = decode(names.at(locals[0]));
+    seg_ = SharedSegment::open(info.name, total(info));
+    if (control()->magic != kControlMagic || control()->local_size != static_cast<uint32_t>(n_))
+      throw BootstrapError("shared segment " + info.name + " was not set up for " +
+                           std::to_string(n_) + " local ranks");
+  }
+  sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
+  // Once everyone has mapped the segment nobody needs the name: unlink now so
+  // that a crash from here on leaves nothing in /dev/shm.
+  bootstrap.barrier(options.timeout);
+  seg_.unlink();
+  sync_->watch_peers();
+  free_[0] = arena_;
+}
+
+ShmGroup::~ShmGroup() = default;
+
+char* ShmGroup::staging(int rank, int parity) const {
+  return seg_.base() + control_bytes_ + (static_cast<size_t>(rank) * 2 + parity) * chunk_;
+}
+
+bool ShmGroup::in_arena(const void* p, size_t bytes) const {
+  const char* a = seg_.base() + control_bytes_ + static_cast<size_t>(n_) * 2 * chunk_ +
+                  static_cast<size_t>(me_) * arena_;
+  const char* c = static_cast<const char*>(p);
+  return arena_ > 0 && c >= a && c + bytes <= a + arena_;
+}
+
+void* ShmGroup::allocate(size_t bytes) {
+  const size_t need = round_up(std::max<size_t>(bytes, 1), kPage);
+  std::lock_guard<std::mutex> lock(alloc_mu_);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < need) continue;
+    const size_t off = it->first;
+    const size_t left = it->second - need;
+    free_.erase(it);
+    if (left) free_[off + need] = left;
+    const size_t abs = control_bytes_ + static_cast<size_t>(n_) * 2 * chunk_ +
+                       static_cast<size_t>(me_) * arena_ + off;
+    try {
+      seg_.back(abs, need);
+    } catch (...) {
+      free_[off] = need;  // give it back; coalescing happens on the next free
+      throw;
+    }
+    used_[off] = need;
+    return seg_.base() + abs;
+  }
+  throw InvalidArgument("shared buffer of " + std::to_string(bytes) +
+                        " bytes does not fit in this rank's shared arena of " +
+                        std::to_string(arena_) + " bytes; raise TANDEM_SHM_ARENA_BYTES");
+}
+
+void ShmGroup::free(void* p) {
+  if (!p) return;
+  const size_t base = control_bytes_ + static_cast<size_t>(n_) * 2 * chunk_ +
+                      static_cast<size_t>(me_) * arena_;
+  std::lock_guard<std::mutex> lock(alloc_mu_);
+  const size_t off = offset_of(p) - base;
+  auto it = used_.find(off);
+  if (!in_arena(p, 1) || it == used_.end())
+    throw InvalidArgument("free_shared: pointer was not returned by allocate_shared");
+  size_t start = off, len = it->second;
+  used_.erase(it);
+  auto next = free_.lower_bound(start);
+  if (next != free_.end() && next->first == start + len) {
+    len += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      start = prev->first;
+      len += prev->second;
+      free_.erase(prev);
+    }
+  }
+  free_[start] = len;
+}
+
+void ShmGroup::barrier() { sync_->barrier("barrier"); }
+
+// Allreduce, per step of at most chunk_ bytes per rank:
+//   1. publish where this rank's input lies: in its arena (zero copy) or
+//      copied into its staging buffer;
+//   2. barrier; rank j reduces part j of the step reading every rank's input
+//      in rank order (so the result never depends on timing), and writes the
+//      part once, into its own staging buffer;
+//   3. barrier; every rank copies all parts into its recv buffer.
+// DRAM traffic per rank is one read of its input and one write of its
+// output; the rest stays in cache when the chunk is small enough.
+void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduction& r,
+                         const PartHook& hook) {
+  const size_t es = dtype_size(r.dtype);
+  if (count == 0) return;
+  if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r);
+  const bool zero_copy = in_arena(send, count * es);
+  const size_t step_elems = chunk_ / es;
+  std::vector<const void*> in(n_);
+  Reduction stage = r;
+  if (hook) stage.finalize = false;
+  for (size_t start = 0; start < count; start += step_elems) {
+    const size_t m = std::min(step_elems, count - start);
+    const int b = next_parity();
+    const char* src = static_cast<const char*>(send) + start * es;
+    char* mine = staging(me_, b);
+    if (!zero_copy) std::memcpy(mine, src, m * es);
+    control()->ranks[me_].offset[b].store(offset_of(zero_copy ? src : mine), std::memory_order_relaxed);
+    sync_->barrier("allreduce (shared memory)");
+    size_t lo, hi;
+    split(m, n_, me_, es, &lo, &hi);
+    if (hi > lo) {
+      for (int j = 0; j < n_; ++j)
+        in[j] = seg_.base() + control()->ranks[j].offset[b].load(std::memory_order_relaxed) + lo * es;
+      reduce(mine + lo * es, in.data(), n_, hi - lo, stage);
+    }
+    if (hook && hi > lo) hook(mine + lo * es, hi - lo);
+    sync_->barrier("allreduce (shared memory)");
+    char* dst = static_cast<char*>(recv) + start * es;
+    for (int j = 0; j < n_; ++j) {
+      split(m, n_, j, es, &lo, &hi);
+      if (hi > lo) std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
+    }
+  }
+}
+
+// Small messages are latency-bound: one barrier instead of two, and every
+// rank reduces the whole (tiny) vector itself, in the same rank order, so
+// every rank still gets the same bits.
+void ShmGroup::allreduce_small(const void* send, void* recv, size_t count, const Reduction& r) {
+  const size_t es = dtype_size(r.dtype);
+  const int b = next_parity();
+  std::memcpy(staging(me_, b), send, count * es);
+  sync_->barrier("allreduce (shared memory)");
+  const void* in[kMaxLocalRanks];
+  for (int j = 0; j < n_; ++j) in[j] = staging(j, b);
+  reduce(recv, in, n_, count, r);
+}
+
+// Broadcast: the root copies a step into its staging buffer, one barrier,
+// everyone else copies it out. The next step uses the other buffer, and the
+// one after passes a barrier that every reader reaches only after reading.
+void ShmGroup::broadcast(void* buf, size_t bytes, int root) {
+  for (size_t start = 0; start < bytes; start += chunk_) {
+    const size_t m = std::min(chunk_, bytes - start);
+    const int b = next_parity();
+    char* p = static_cast<char*>(buf) + start;
+    if (me_ == root) std::memcpy(staging(root, b), p, m);
+    sync_->barrier("broadcast (shared memory)");
+    if (me_ != root) std::memcpy(p, staging(root, b), m);
+  }
+}
+
+void ShmGroup::allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes) {
+  size_t most = 0;
+  std::vector<size_t> at(n_, 0);
+  for (int j = 0; j < n_; ++j) {
+    most = std::max(most, bytes[j]);
+    if (j > 0) at[j] = at[j - 1] + bytes[j - 1];
+  }
+  char* out = static_cast<char*>(recv);
+  if (out + at[me_] != send && bytes[me_] > 0) std::memmove(out + at[me_], send, bytes[me_]);
+  if (n_ == 1) return;
+  for (size_t start = 0; start < most; start += chunk_) {
+    const int b = next_parity();
+    const size_t mine = bytes[me_] > start ? std::min(chunk_, bytes[me_] - start) : 0;
+    if (mine) std::memcpy(staging(me_, b), out + at[me_] + start, mine);
+    sync_->barrier("allgather (shared memory)");
+    for (int j = 0; j < n_; ++j) {
+      if (j == me_ || bytes[j] <= start) continue;
+      std::memcpy(out + at[j] + start, staging(j, b), std::min(chunk_, bytes[j] - start));
+    }
+  }
+}
+
+// Alltoallv: each step, the staging buffer holds one slot per destination.
+// The first step also publishes this rank's largest block, from which every
+// rank computes the same number of steps.
+void ShmGroup::alltoallv(const void* send, const std::vector<size_t>& send_bytes, void* recv,
+                         const std::vector<size_t>& recv_bytes) {
+  const size_t slot = chunk_ / n_ >= 64 ? chunk_ / n_ / 64 * 64 : chunk_ / n_;
+  std::vector<size_t> sat(n_, 0), rat(n_, 0);
+  size_t my_most = 0;
+  for (int j = 1; j < n_; ++j) {
+    sat[j] = sat[j - 1] + send_bytes[j - 1];
+    rat[j] = rat[j - 1] + recv_bytes[j - 1];
+  }
+  for (int j = 0; j < n_; ++j)
+    if (j != me_) my_most = std::max(my_most, send_bytes[j]);
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  if (recv_bytes[me_] != send_bytes[me_])
+    throw MismatchError("alltoall: this rank sends " + std::to_string(send_bytes[me_]) +
+                        " bytes to itself but expects " + std::to_string(recv_bytes[me_]));
+  std::memmove(out + rat[me_], in + sat[me_], send_bytes[me_]);
+  if (n_ == 1) return;
+  size_t steps = 1;
+  for (size_t s = 0; s < steps; ++s) {
+    const int b = next_parity();
+    const size_t start = s * slot;
+    for (int j = 0; j < n_; ++j) {
+      if (j == me_ || send_bytes[j] <= start) continue;
+      std::memcpy(staging(me_, b) + j * slot, in + sat[j] + start, std::min(slot, send_bytes[j] - start));
+    }
+    control()->ranks[me_].value[b].store(my_most, std::memory_order_relaxed);
+    sync_->barrier("alltoall (shared memory)");
+    if (s == 0) {
+      size_t most = 0;
+      for (int j = 0; j < n_; ++j) most = std::max<size_t>(most, control()->ranks[j].value[b].load());
+      steps = std::max<size_t>(1, (most + slot - 1) / slot);
+    }
+    for (int j = 0; j < n_; ++j) {
+      if (j == me_ || recv_bytes[j] <= start) continue;
+      std::memcpy(out + rat[j] + start, staging(j, b) + me_ * slot, std::min(slot, recv_bytes[j] - start));
+    }
+  }
+}
+
+// Reducescatter: like allreduce's first half, except that rank j reduces
+// exactly the elements it receives, straight into recv.
+void ShmGroup::reducescatter(const void* send, void* recv, const std::vector<size_t>& counts,
+                             const Reduction& r) {
+  const size_t es = dtype_size(r.dtype);
+  size_t total = 0, my_lo = 0;
+  for (int j = 0; j < n_; ++j) {
+    if (j == me_) my_lo = total;
+    total += counts[j];
+  }
+  const size_t my_hi = my_lo + counts[me_];
+  const size_t step_elems = chunk_ / es;
+  std::vector<const void*> in(n_);
+  for (size_t start = 0; start < total; start += step_elems) {
+    const size_t m = std::min(step_elems, total - start);
+    const int b = next_parity();
+    std::memcpy(staging(me_, b), static_cast<const char*>(send) + start * es, m * es);
+    sync_->barrier("reducescatter (shared memory)");
+    const size_t lo = std::max(start, my_lo), hi = std::min(start + m, my_hi);
+    if (hi <= lo) continue;
+    for (int j = 0; j < n_; ++j) in[j] = staging(j, b) + (lo - start) * es;
+    reduce(static_cast<char*>(recv) + (lo - my_lo) * es, in.data(), n_, hi - lo, r);
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,103 @@
+// The local ranks of one node and their shared segment: node-local
+// collectives that read peers' data where it lies, and an allocator for
+// buffers that live in the segment (so the runtime can fuse tensors there and
+// skip the copy-in).
+//
+// Segment layout (offsets from the base, every region page aligned):
+//   control block                    (control.h)
+//   staging[r][0..1]   chunk bytes    per local rank, double-buffered
+//   arena[r]           arena bytes    per local rank, Communicator::allocate_shared
+//
+// Every collective is a pipeline of steps over chunks of at most chunk_bytes
+// per rank. A step writes into this rank's staging buffer of parity
+// (step & 1), passes a barrier, then reads peers' buffers of that parity.
+// Because the step counter is global to the group and every step starts with
+// a barrier, a buffer is only rewritten two steps later, after every reader
+// has passed the barrier that follows its reads: one or two barriers per
+// step, never a per-message handshake.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "collectives/reduce.h"
+#include "shm/node_sync.h"
+#include "shm/segment.h"
+
+namespace tandem {
+
+struct ShmOptions {
+  std::chrono::milliseconds timeout{300000};
+  size_t chunk_bytes = size_t{256} << 10;
+  size_t arena_bytes = size_t{64} << 20;
+  int spin_us = 20;
+};
+
+class ShmGroup {
+ public:
+  // Collective over the whole world (it uses the bootstrap's allgather and
+  // barrier): every rank calls it, each joins the group of its node.
+  ShmGroup(Bootstrap& bootstrap, const ShmOptions& options);
+  ~ShmGroup();
+
+  int local_rank() const { return me_; }
+  int local_size() const { return n_; }
+  size_t chunk_bytes() const { return chunk_; }
+
+  // Called after this rank reduced its part of a step, with that part (in
+  // place); the hierarchical allreduce reduces it across nodes here.
+  using PartHook = std::function<void(void* part, size_t count)>;
+
+  // The collectives below are called by every local rank, in the same order.
+  // recv may equal send (in place); other overlaps are not allowed.
+  // With a hook, r.finalize is the hook's business: the node stage only
+  // combines (and prescales).
+  void allreduce(const void* send, void* recv, size_t count, const Reduction& r,
+                 const PartHook& hook = {});
+  void broadcast(void* buf, size_t bytes, int root);
+  // bytes[j] from local rank j, packed in local rank order into recv.
+  void allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
+  // send_bytes[j] to local rank j, recv_bytes[j] from it, packed in order.
+  void alltoallv(const void* send, const std::vector<size_t>& send_bytes, void* recv,
+                 const std::vector<size_t>& recv_bytes);
+  // counts[j] elements of the reduced send go to local rank j.
+  void reducescatter(const void* send, void* recv, const std::vector<size_t>& counts,
+                     const Reduction& r);
+  void barrier();
+
+  // Buffers in this rank's arena of the segment (page aligned). Inputs that
+  // lie there are read by peers in place. Thread-safe.
+  void* allocate(size_t bytes);
+  void free(void* p);
+  bool in_arena(const void* p, size_t bytes) const;
+
+  // Fails every local rank's current and next operations with `kind`.
+  void abort(AbortKind kind, const std::string& message) { sync_->abort(kind, message); }
+
+ private:
+  void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r);
+  char* staging(int rank, int parity) const;
+  size_t offset_of(const void* p) const { return static_cast<size_t>(static_cast<const char*>(p) - seg_.base()); }
+  ControlBlock* control() const { return reinterpret_cast<ControlBlock*>(seg_.base()); }
+  int next_parity() { return static_cast<int>(step_++ & 1); }
+
+  int me_ = 0;
+  int n_ = 1;
+  size_t chunk_ = 0;
+  size_t arena_ = 0;
+  size_t control_bytes_ = 0;
+  SharedSegment seg_;
+  std::unique_ptr<NodeSync> sync_;
+  uint64_t step_ = 0;
+
+  std::mutex alloc_mu_;
+  std::map<size_t, size_t> free_;  // arena offset -> bytes
+  std::map<size_t, size_t> used_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,19 @@
+#include "shm/shm_settings.h"
+
+#include "common/settings.h"
+
+namespace tandem {
+
+size_t shm_chunk_bytes_from_environment() {
+  return static_cast<size_t>(env_int(kShmChunkVariable, 256 << 10, 4096, 64 << 20));
+}
+
+size_t shm_arena_bytes_from_environment() {
+  return static_cast<size_t>(env_int(kShmArenaVariable, 64 << 20, 0, int64_t{64} << 30));
+}
+
+int shm_spin_us_from_environment() {
+  return static_cast<int>(env_int(kShmSpinVariable, 20, 0, 1000000));
+}
+
+}  // namespace tandem

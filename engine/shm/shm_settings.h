@@ -1,0 +1,28 @@
+// The shared-memory settings, each declared once here with its default and
+// read strictly through common/settings.h (a malformed value is an
+// InvalidArgument naming the variable). Listed in docs/engine.md.
+#pragma once
+
+#include <cstddef>
+
+namespace tandem {
+
+// TANDEM_SHM_CHUNK_BYTES (default 262144, 4096..67108864): bytes per local
+// rank that one pipeline step of a node-local collective moves. Small enough
+// that a step stays in cache, large enough to amortise its barriers.
+constexpr const char* kShmChunkVariable = "TANDEM_SHM_CHUNK_BYTES";
+size_t shm_chunk_bytes_from_environment();
+
+// TANDEM_SHM_ARENA_BYTES (default 67108864, 0..68719476736): bytes per local
+// rank of the segment reserved for tandem_alloc_shared buffers; backed by
+// memory only when allocated.
+constexpr const char* kShmArenaVariable = "TANDEM_SHM_ARENA_BYTES";
+size_t shm_arena_bytes_from_environment();
+
+// TANDEM_SHM_SPIN_US (default 20, 0..1000000): how long a node-local wait
+// spins before it sleeps on a futex. Treated as 0 when the node has more
+// local ranks than this process has CPUs, so co-located ranks never starve.
+constexpr const char* kShmSpinVariable = "TANDEM_SHM_SPIN_US";
+int shm_spin_us_from_environment();
+
+}  // namespace tandem

@@ -1,0 +1,263 @@
+#include "transport/tcp/tcp_transport_impl.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/errors.h"
+#include "transport/tcp/wire.h"
+
+namespace tandem {
+namespace tcp {
+
+using Clock = std::chrono::steady_clock;
+
+struct TcpTransport::Transfer {
+  bool is_send = false;
+  int peer = 0;
+  int fd = -1;
+  uint8_t header[kHeaderBytes] = {};  // send: our length; recv: theirs
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  size_t done = 0;  // header and payload bytes moved so far
+  bool header_checked = false;
+  Clock::time_point last_progress{};
+  size_t total() const { return kHeaderBytes + bytes; }
+  bool complete() const { return done == total(); }
+};
+
+namespace {
+
+void encode_length(uint8_t* out, uint64_t v) {
+  for (size_t i = 0; i < kHeaderBytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t decode_length(const uint8_t* p) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < kHeaderBytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> fds,
+                           std::vector<std::string> addresses, std::chrono::milliseconds timeout)
+    : rank_(rank), members_(std::move(members)), timeout_(timeout) {
+  for (size_t j = 0; j < fds.size(); ++j) {
+    auto p = std::make_unique<PeerLink>();
+    p->fd = std::move(fds[j]);
+    p->world_rank = members_[j];
+    p->address = addresses[j];
+    peers_.push_back(std::move(p));
+  }
+  wake_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_.valid()) throw SystemError("tcp: eventfd", errno);
+}
+
+TcpTransport::~TcpTransport() = default;
+
+std::string TcpTransport::who(int peer) const {
+  return "rank " + std::to_string(peer) + " (world rank " + std::to_string(members_[peer]) +
+         ") at " + peers_[peer]->address;
+}
+
+void TcpTransport::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= size() || peer == rank_)
+    throw InvalidArgument(std::string("tcp ") + what + ": peer " + std::to_string(peer) +
+                          " is not another rank of this group of " + std::to_string(size()) +
+                          " (this rank is " + std::to_string(rank_) + ")");
+}
+
+void TcpTransport::send(int peer, const void* data, size_t bytes) {
+  check_peer(peer, "send");
+  if (data == nullptr && bytes > 0) throw InvalidArgument("tcp send: null buffer with bytes > 0");
+  std::lock_guard<std::mutex> lock(peers_[peer]->send_mu);
+  Transfer t;
+  t.is_send = true;
+  t.peer = peer;
+  t.data = static_cast<uint8_t*>(const_cast<void*>(data));
+  t.bytes = bytes;
+  run(&t, 1);
+}
+
+void TcpTransport::recv(int peer, void* data, size_t bytes) {
+  check_peer(peer, "recv");
+  if (data == nullptr && bytes > 0) throw InvalidArgument("tcp recv: null buffer with bytes > 0");
+  std::lock_guard<std::mutex> lock(peers_[peer]->recv_mu);
+  Transfer t;
+  t.peer = peer;
+  t.data = static_cast<uint8_t*>(data);
+  t.bytes = bytes;
+  run(&t, 1);
+}
+
+void TcpTransport::sendrecv(int to, const void* send_data, size_t send_bytes, int from,
+                            void* recv_data, size_t recv_bytes) {
+  check_peer(to, "sendrecv");
+  check_peer(from, "sendrecv");
+  if ((send_data == nullptr && send_bytes > 0) || (recv_data == nullptr && recv_bytes > 0))
+    throw InvalidArgument("tcp sendrecv: null buffer with bytes > 0");
+  // Always the send lock first: with one lock of each family per call, no
+  // two calls can wait on each other.
+  std::lock_guard<std::mutex> send_lock(peers_[to]->send_mu);
+  std::lock_guard<std::mutex> recv_lock(peers_[from]->recv_mu);
+  Transfer t[2];
+  t[0].is_send = true;
+  t[0].peer = to;
+  t[0].data = static_cast<uint8_t*>(const_cast<void*>(send_data));
+  t[0].bytes = send_bytes;
+  t[1].peer = from;
+  t[1].data = static_cast<uint8_t*>(recv_data);
+  t[1].bytes = recv_bytes;
+  run(t, 2);
+}
+
+bool TcpTransport::progress(Transfer& t) {
+  while (!t.complete()) {
+    iovec iov[2];
+    int n = 0;
+    if (t.done < kHeaderBytes) {
+      iov[n++] = {t.header + t.done, kHeaderBytes - t.done};
+      if (t.bytes > 0) iov[n++] = {t.data, t.bytes};
+    } else {
+      iov[n++] = {t.data + (t.done - kHeaderBytes), t.total() - t.done};
+    }
+    ssize_t r;
+    if (t.is_send) {
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = static_cast<size_t>(n);
+      r = ::sendmsg(t.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else {
+      r = ::readv(t.fd, iov, n);
+    }
+    if (r > 0) {
+      t.done += static_cast<size_t>(r);
+      t.last_progress = Clock::now();
+      if (!t.is_send && !t.header_checked && t.done >= kHeaderBytes) {
+        t.header_checked = true;
+        const uint64_t theirs = decode_length(t.header);
+        if (theirs != t.bytes)
+          fail(Kind::kMismatch, "tcp recv: " + who(t.peer) + " sent a message of " +
+                                    std::to_string(theirs) + " bytes where this rank expected " +
+                                    std::to_string(t.bytes) +
+                                    ": the ranks called different operations or sizes");
+      }
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (r < 0 && errno == EINTR) continue;
+    const std::string cause = r == 0 ? "it closed the connection" : std::strerror(errno);
+    fail(Kind::kPeerLost, std::string("tcp ") + (t.is_send ? "send to " : "recv from ") +
+                              who(t.peer) + " failed: " + cause +
+                              " (the process died, or its transport failed or was aborted)");
+  }
+  return true;
+}
+
+void TcpTransport::run(Transfer* ts, int count) {
+  throw_if_failed();
+  const auto start = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    ts[i].fd = peers_[ts[i].peer]->fd.get();
+    ts[i].last_progress = start;
+    if (ts[i].is_send) encode_length(ts[i].header, ts[i].bytes);
+    progress(ts[i]);
+  }
+  pollfd pfds[3];
+  int which[3];
+  for (;;) {
+    int n = 0;
+    auto deadline = Clock::time_point::max();
+    for (int i = 0; i < count; ++i) {
+      if (ts[i].complete()) continue;
+      const short ev = ts[i].is_send ? POLLOUT : POLLIN;
+      pfds[n] = {ts[i].fd, static_cast<short>(ev | POLLRDHUP), 0};
+      which[n++] = i;
+      deadline = std::min(deadline, ts[i].last_progress + timeout_);
+    }
+    if (n == 0) return;
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      for (int k = 0; k < n; ++k) {
+        const Transfer& t = ts[which[k]];
+        if (t.last_progress + timeout_ > now) continue;
+        fail(Kind::kTimeout,
+             std::string("tcp ") + (t.is_send ? "send to " : "recv from ") + who(t.peer) +
+                 ": no progress for " + std::to_string(timeout_.count()) + " ms (" +
+                 std::to_string(t.done > kHeaderBytes ? t.done - kHeaderBytes : 0) + " of " +
+                 std::to_string(t.bytes) +
+                 " bytes moved); the peer may be stopped, hung or far behind: raise "
+                 "TANDEM_TIMEOUT if it is only slow");
+      }
+    }
+    pfds[n] = {wake_.get(), POLLIN, 0};
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    const int rc = ::poll(pfds, static_cast<nfds_t>(n + 1), static_cast<int>(ms));
+    if (rc < 0 && errno != EINTR) throw SystemError("tcp: poll", errno);
+    if (rc <= 0) continue;
+    if (pfds[n].revents != 0) throw_stored();
+    for (int k = 0; k < n; ++k) {
+      Transfer& t = ts[which[k]];
+      const short re = pfds[k].revents;
+      if (re == 0) continue;
+      // A send whose peer has closed its end can never complete; without
+      // this check it would only notice once the socket buffer filled up.
+      if (t.is_send && (re & (POLLRDHUP | POLLHUP | POLLERR))) {
+        const int err = pending_error(t.fd);
+        fail(Kind::kPeerLost, "tcp send to " + who(t.peer) + " failed: " +
+                                  (err != 0 ? std::strerror(err) : "it closed the connection") +
+                                  " (the process died, or its transport failed or was aborted)");
+      }
+      progress(t);
+    }
+  }
+}
+
+void TcpTransport::fail(Kind kind, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (!failed_.load()) {
+      failure_kind_ = kind;
+      failure_message_ = message;
+      failed_.store(true);
+      const uint64_t one = 1;
+      (void)!::write(wake_.get(), &one, sizeof one);
+      // Peers waiting on this rank learn at once instead of by timeout.
+      for (auto& p : peers_)
+        if (p->fd.valid()) ::shutdown(p->fd.get(), SHUT_RDWR);
+    }
+  }
+  throw_stored();
+}
+
+void TcpTransport::throw_if_failed() {
+  if (failed_.load()) throw_stored();
+}
+
+void TcpTransport::throw_stored() {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  switch (failure_kind_) {
+    case Kind::kPeerLost: throw PeerLostError(failure_message_);
+    case Kind::kTimeout: throw TimeoutError(failure_message_);
+    case Kind::kMismatch: throw MismatchError(failure_message_);
+    case Kind::kAborted: break;
+  }
+  throw AbortedError(failure_message_);
+}
+
+void TcpTransport::abort(const std::string& why) {
+  try {
+    fail(Kind::kAborted, why);
+  } catch (const Error&) {
+    // abort() reports nothing: the stored error is for the waiting calls.
+  }
+}
+
+}  // namespace tcp
+}  // namespace tandem

@@ -1,0 +1,87 @@
+// The TCP transport behind connect_tcp(): one connected socket per peer,
+// moved by the calling thread with non-blocking I/O and poll().
+//
+// Why poll in the caller rather than a send thread per call or an I/O thread:
+// sendrecv() needs both directions to make progress at once (a ring where
+// everyone sends before receiving would otherwise deadlock on full socket
+// buffers); one poll over the send socket, the receive socket and an abort
+// eventfd does that without handing buffers to another thread, without a
+// context switch per message, and keeps every wait in one place with one
+// deadline rule. Concurrent calls from several threads are allowed; calls
+// that use the same peer in the same direction are serialized.
+//
+// Deadlines: a transfer fails with TimeoutError when it makes no progress for
+// `timeout` (TANDEM_TIMEOUT): a stopped or hung peer is caught, a large
+// message on a slow link is not. A peer that closes or resets its socket (it
+// died, or its transport failed) fails the call with PeerLostError at once.
+//
+// Failure is sticky and transport-wide: the first error (lost peer, timeout,
+// mismatch, abort) is stored, every pending call is woken through the
+// eventfd and fails with it, later calls fail with it too, and every socket
+// is shut down so that the peers' pending calls fail promptly as well instead
+// of waiting for their own timeout. After a failure the byte streams are out
+// of step, so nothing could be resumed safely anyway.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transport/tcp/socket.h"
+#include "transport/transport.h"
+
+namespace tandem {
+namespace tcp {
+
+struct PeerLink {
+  Fd fd;
+  int world_rank = -1;
+  std::string address;
+  std::mutex send_mu;
+  std::mutex recv_mu;
+};
+
+class TcpTransport : public Transport {
+ public:
+  // fds by group index; the slot at `rank` is unused.
+  TcpTransport(int rank, std::vector<int> members, std::vector<Fd> fds,
+               std::vector<std::string> addresses, std::chrono::milliseconds timeout);
+  ~TcpTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(peers_.size()); }
+  void send(int peer, const void* data, size_t bytes) override;
+  void recv(int peer, void* data, size_t bytes) override;
+  void sendrecv(int to, const void* send_data, size_t send_bytes, int from, void* recv_data,
+                size_t recv_bytes) override;
+  void abort(const std::string& why) override;
+
+  struct Transfer;  // one direction of one call, defined in the .cc
+
+ private:
+  enum class Kind { kPeerLost, kTimeout, kMismatch, kAborted };
+  void check_peer(int peer, const char* what) const;
+  void run(Transfer* transfers, int count);
+  bool progress(Transfer& t);  // true when complete
+  [[noreturn]] void fail(Kind kind, const std::string& message);
+  void throw_if_failed();
+  [[noreturn]] void throw_stored();
+  std::string who(int peer) const;
+
+  const int rank_;
+  const std::vector<int> members_;
+  const std::chrono::milliseconds timeout_;
+  std::vector<std::unique_ptr<PeerLink>> peers_;
+  Fd wake_;  // eventfd, readable once the transport has failed
+
+  std::atomic<bool> failed_{false};
+  std::mutex failure_mu_;
+  Kind failure_kind_ = Kind::kAborted;
+  std::string failure_message_;
+};
+
+}  // namespace tcp
+}  // namespace tandem

@@ -1,0 +1,169 @@
+// Allreduce on every layout x type x op x count against the reference, plus
+// the properties a sweep of exact values cannot show: float16 accumulates in
+// float32, results are bitwise identical on every rank and run to run, and
+// buffers in the shared arena are reduced in place.
+#include <array>
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "collectives/reduce.h"
+#include "common/errors.h"
+#include "reference.h"
+#include "thread_world.h"
+
+namespace tandem {
+namespace testing {
+namespace {
+
+constexpr tandem_dtype_t kTypes[] = {TANDEM_UINT8,   TANDEM_INT8,     TANDEM_INT32,
+                                     TANDEM_INT64,   TANDEM_FLOAT16,  TANDEM_BFLOAT16,
+                                     TANDEM_FLOAT32, TANDEM_FLOAT64,  TANDEM_BOOL};
+constexpr tandem_op_t kOps[] = {TANDEM_SUM, TANDEM_AVERAGE, TANDEM_MIN, TANDEM_MAX, TANDEM_PRODUCT};
+
+// Runs one allreduce case on this rank and checks every element.
+void check_case(Communicator& c, tandem_dtype_t t, tandem_op_t op, size_t count, bool in_place) {
+  if (t == TANDEM_BOOL && op == TANDEM_AVERAGE) return;
+  const int n = c.identity().size, me = c.identity().rank;
+  const size_t es = dtype_size(t);
+  const double pre = floating(t) ? 0.5 : 1.0, post = floating(t) ? 4.0 : 1.0;
+  std::vector<uint8_t> send(count * es + 1), recv(count * es + 1, 0xAB);
+  for (size_t i = 0; i < count; ++i) put(t, send.data(), i, input_value(t, op, me, i));
+  void* out = in_place ? send.data() : recv.data();
+  c.allreduce(send.data(), out, count, t, op, pre, post);
+  std::array<std::array<uint8_t, 8>, 27> want{};
+  for (size_t key = 0; key < 27; ++key) {
+    // Find an element with this key among the first 81 and compute it.
+    for (size_t i = 0; i < 81; ++i)
+      if (pattern_key(i) == key) { expected(t, op, n, i, pre, post, want[key].data()); break; }
+  }
+  const uint8_t* got = static_cast<const uint8_t*>(out);
+  size_t bad = 0;
+  for (size_t i = 0; i < count && bad < 3; ++i) {
+    if (std::memcmp(got + i * es, want[pattern_key(i)].data(), es) != 0) {
+      ++bad;
+      ADD_FAILURE() << "rank " << me << "/" << n << " " << dtype_name(t) << " " << op_name(op)
+                    << " count " << count << (in_place ? " in place" : "") << ": element " << i
+                    << " differs";
+    }
+  }
+  if (!in_place) {
+    EXPECT_EQ(recv[count * es], 0xAB) << "wrote past the end of recv";
+  }
+}
+
+class AllreduceSweep : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(AllreduceSweep, EveryTypeOpAndSmallCount) {
+  const Layout l = GetParam();
+  run_world(l.size, l.per_node, [](Communicator& c) {
+    for (auto t : kTypes)
+      for (auto op : kOps)
+        for (size_t count : {0, 1, 7, 1023}) check_case(c, t, op, count, count == 7);
+  });
+}
+
+TEST_P(AllreduceSweep, LargeCountEveryType) {
+  const Layout l = GetParam();
+  CommunicatorOptions o = small_options();
+  o.shm_chunk_bytes = 256 << 10;
+  run_world(l.size, l.per_node, [](Communicator& c) {
+    for (auto t : kTypes) check_case(c, t, TANDEM_SUM, 1 << 20, false);
+    for (auto op : kOps) check_case(c, TANDEM_FLOAT32, op, 1 << 20, true);
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, AllreduceSweep, ::testing::ValuesIn(all_layouts()),
+                         [](const auto& info) { return info.param.name(); });
+
+// 2048 + 1 + 1 + 1: summed in float16 every step rounds back to 2048; in
+// float32 the total 2051 rounds once, to 2052.
+TEST(Allreduce, Float16AccumulatesInFloat32) {
+  run_world(4, {}, [](Communicator& c) {
+    uint16_t v = ref_to_half(c.identity().rank == 0 ? 2048.0f : 1.0f), out = 0;
+    c.allreduce(&v, &out, 1, TANDEM_FLOAT16, TANDEM_SUM);
+    EXPECT_EQ(ref_from_half(out), 2052.0f);
+    uint16_t b = ref_to_bf16(c.identity().rank == 0 ? 256.0f : 1.0f), bout = 0;
+    c.allreduce(&b, &bout, 1, TANDEM_BFLOAT16, TANDEM_SUM);
+    EXPECT_EQ(ref_from_bf16(bout), 260.0f);  // 259 in float32, rounded to even
+  });
+}
+
+// Random floats with inexact scales: every rank must hold the same bits,
+// twice in a row, and on one node the bits of a rank-order float32 fold.
+void determinism(int size, std::vector<int> layout, bool compare_to_fold) {
+  const size_t count = 100003;
+  std::vector<std::vector<float>> results(size);
+  std::vector<std::vector<float>> inputs(size, std::vector<float>(count));
+  for (int r = 0; r < size; ++r) {
+    std::mt19937 gen(1234 + r);
+    std::uniform_real_distribution<float> d(-1e3f, 1e3f);
+    for (auto& x : inputs[r]) x = d(gen);
+  }
+  for (int round = 0; round < 2; ++round) {
+    run_world(size, layout, [&](Communicator& c) {
+      const int me = c.identity().rank;
+      std::vector<float> out(count);
+      c.allreduce(inputs[me].data(), out.data(), count, TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, 3.3);
+      if (round == 0) {
+        results[me] = out;
+      } else {
+        EXPECT_EQ(0, std::memcmp(out.data(), results[me].data(), count * 4)) << "rank " << me << " run 2 differs";
+      }
+    });
+  }
+  for (int r = 1; r < size; ++r)
+    EXPECT_EQ(0, std::memcmp(results[r].data(), results[0].data(), count * 4)) << "rank " << r << " differs from rank 0";
+  if (!compare_to_fold) return;
+  for (size_t i = 0; i < count; i += 997) {
+    float acc = inputs[0][i] * 0.1f;
+    for (int r = 1; r < size; ++r) acc = acc + inputs[r][i] * 0.1f;
+    EXPECT_EQ(results[0][i], acc / static_cast<float>(size) * 3.3f) << "element " << i;
+  }
+}
+
+TEST(Allreduce, DeterministicOneNode) { determinism(5, {}, true); }
+TEST(Allreduce, DeterministicTwoNodes) { determinism(6, {3, 3}, false); }
+TEST(Allreduce, DeterministicUneven) { determinism(4, {3, 1}, false); }
+
+// An input in the shared arena is read by the peers where it lies.
+TEST(Allreduce, SharedArenaBuffers) {
+  for (auto layout : {std::vector<int>{}, std::vector<int>{2, 2}}) {
+    run_world(4, layout, [](Communicator& c) {
+      const size_t count = 50000;
+      auto* buf = static_cast<int32_t*>(c.allocate_shared(count * 4));
+      ASSERT_TRUE(c.is_shared(buf, count * 4));
+      for (size_t i = 0; i < count; ++i) buf[i] = static_cast<int32_t>(i) * (c.identity().rank + 1);
+      c.allreduce(buf, buf, count, TANDEM_INT32, TANDEM_SUM);  // in place
+      for (size_t i = 0; i < count; i += 7) ASSERT_EQ(buf[i], static_cast<int32_t>(i) * 10);
+      std::vector<int32_t> out(count);
+      c.allreduce(buf, out.data(), count, TANDEM_INT32, TANDEM_MAX);  // arena -> private
+      for (size_t i = 0; i < count; i += 7) ASSERT_EQ(out[i], static_cast<int32_t>(i) * 10);
+      for (size_t i = 0; i < count; i += 7) ASSERT_EQ(buf[i], static_cast<int32_t>(i) * 10) << "input changed";
+      c.free_shared(buf);
+      void* again = c.allocate_shared(count * 4);
+      EXPECT_EQ(again, buf) << "freed space is reused";
+      c.free_shared(again);
+      EXPECT_THROW(c.allocate_shared(size_t{2} << 20), InvalidArgument);
+    });
+  }
+}
+
+TEST(Allreduce, BadArguments) {
+  run_world(2, {}, [](Communicator& c) {
+    float x = 1;
+    EXPECT_THROW(c.allreduce(nullptr, &x, 1, TANDEM_FLOAT32, TANDEM_SUM), InvalidArgument);
+    EXPECT_THROW(c.allreduce(&x, &x, 1, static_cast<tandem_dtype_t>(42), TANDEM_SUM), InvalidArgument);
+    EXPECT_THROW(c.allreduce(&x, &x, 1, TANDEM_FLOAT32, static_cast<tandem_op_t>(9)), InvalidArgument);
+    EXPECT_THROW(c.allreduce(&x, &x, 1, TANDEM_INT32, TANDEM_SUM, 2.0, 1.0), InvalidArgument);
+    EXPECT_THROW(c.allreduce(&x, &x, 1, TANDEM_BOOL, TANDEM_AVERAGE), InvalidArgument);
+    // Still usable after argument errors.
+    c.allreduce(&x, &x, 1, TANDEM_FLOAT32, TANDEM_SUM);
+    EXPECT_EQ(x, 2.0f);
+  });
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace tandem

@@ -1,0 +1,86 @@
+// Ranks as threads: runs a body on every rank of a MemoryWorld, each with its
+// own Communicator (shared memory inside a "node", the memory transport
+// between "nodes"), and rethrows the first rank's failure in the test thread.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bootstrap/memory_bootstrap.h"
+#include "communicator/communicator.h"
+#include "transport/memory/memory_transport.h"
+
+namespace tandem {
+namespace testing {
+
+inline CommunicatorOptions small_options() {
+  CommunicatorOptions o;
+  o.timeout = std::chrono::seconds(30);
+  o.shm_chunk_bytes = 4096;  // many pipeline steps even for small counts
+  o.shm_arena_bytes = 1 << 20;
+  return o;
+}
+
+inline void run_world(int size, const std::vector<int>& layout,
+                      const std::function<void(Communicator&)>& body,
+                      const CommunicatorOptions& options = small_options()) {
+  auto world = std::make_shared<MemoryWorld>(size, layout);
+  auto net = make_memory_network();
+  std::vector<std::exception_ptr> errors(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto connect = [net](Bootstrap& b, const std::vector<int>& m, std::chrono::milliseconds t) {
+          return connect_memory(net, b, m, t);
+        };
+        Communicator comm(std::make_unique<MemoryBootstrap>(world, r), connect, options);
+        body(comm);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < size; ++r) {
+    if (!errors[r]) continue;
+    try {
+      std::rethrow_exception(errors[r]);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r << " of " << size << ": " << e.what();
+    }
+  }
+}
+
+// The layouts every collective is tested on: one node of each size 1..8,
+// and several "nodes" joined by the memory transport.
+struct Layout {
+  int size;
+  std::vector<int> per_node;
+  std::string name() const {
+    std::string s = std::to_string(size) + "ranks";
+    for (int n : per_node) s += "_" + std::to_string(n);
+    return s;
+  }
+};
+
+inline void PrintTo(const Layout& l, std::ostream* os) { *os << l.name(); }
+
+inline std::vector<Layout> all_layouts() {
+  std::vector<Layout> out;
+  for (int n = 1; n <= 8; ++n) out.push_back({n, {}});
+  out.push_back({6, {3, 3}});
+  out.push_back({4, {3, 1}});
+  out.push_back({3, {1, 1, 1}});
+  out.push_back({4, {2, 2}});
+  return out;
+}
+
+}  // namespace testing
+}  // namespace tandem

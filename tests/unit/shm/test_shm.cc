@@ -1,0 +1,215 @@
+// Shared memory: segment privacy and cleanup, the settings, and the failure
+// tests with forked ranks: a SIGKILLed peer fails every survivor with
+// PeerLostError naming it, a SIGSTOPped one with TimeoutError after the
+// timeout; nobody hangs and nothing is left in /dev/shm.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "communicator/communicator.h"
+#include "fork_world.h"
+#include "shm/segment.h"
+#include "../collectives/thread_world.h"
+
+namespace tandem {
+namespace testing {
+namespace {
+
+std::vector<std::string> shm_entries(const std::string& needle) {
+  std::vector<std::string> out;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return out;
+  while (dirent* e = readdir(d))
+    if (std::string(e->d_name).find(needle) != std::string::npos) out.push_back(e->d_name);
+  closedir(d);
+  return out;
+}
+
+TEST(Segment, PrivateAndUnlinked) {
+  const std::string name = make_segment_name("job 7/x");
+  EXPECT_EQ(name.rfind("/tandem-job_7_x-", 0), 0u) << name;
+  EXPECT_NE(make_segment_name("job"), make_segment_name("job")) << "names carry a random part";
+  {
+    SharedSegment s = SharedSegment::create(name, 1 << 16, 4096);
+    struct stat st {};
+    ASSERT_EQ(stat(("/dev/shm" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_THROW(SharedSegment::create(name, 1 << 16, 0), SystemError) << "O_EXCL";
+    SharedSegment o = SharedSegment::open(name, 1 << 16);
+    o.base()[100] = 42;
+    EXPECT_EQ(s.base()[100], 42);
+    EXPECT_THROW(SharedSegment::open(name, 1 << 17), BootstrapError) << "size mismatch";
+  }
+  EXPECT_TRUE(shm_entries(name.substr(1)).empty()) << "creator unlinks on destruction";
+}
+
+TEST(Segment, CommunicatorLeavesNothingInDevShm) {
+  auto world = std::make_shared<MemoryWorld>(3);
+  const std::string job = world->identity_of(0).job_id;
+  std::vector<std::thread> ts;
+  std::atomic<int> seen_while_alive{-1};
+  std::atomic<int> built{0};
+  for (int r = 0; r < 3; ++r)
+    ts.emplace_back([&, r] {
+      Communicator c(std::make_unique<MemoryBootstrap>(world, r), nullptr, small_options());
+      built.fetch_add(1);
+      c.barrier();
+      if (r == 0) seen_while_alive = static_cast<int>(shm_entries(job).size());
+      c.barrier();
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(seen_while_alive.load(), 0) << "the segment must be unlinked once every rank mapped it";
+}
+
+TEST(Settings, StrictParsing) {
+  struct Case { const char* var; const char* value; bool ok; };
+  const Case cases[] = {
+      {"TANDEM_TIMEOUT", "soon", false},          {"TANDEM_TIMEOUT", "0.25", true},
+      {"TANDEM_TIMEOUT", "-1", false},            {"TANDEM_SHM_CHUNK_BYTES", "4K", false},
+      {"TANDEM_SHM_CHUNK_BYTES", "1024", false},  {"TANDEM_SHM_CHUNK_BYTES", "8192", true},
+      {"TANDEM_SHM_ARENA_BYTES", "-5", false},    {"TANDEM_SHM_ARENA_BYTES", "0", true},
+      {"TANDEM_SHM_SPIN_US", "20us", false},      {"TANDEM_SHM_SPIN_US", "0", true},
+  };
+  for (const auto& c : cases) {
+    setenv(c.var, c.value, 1);
+    if (c.ok) {
+      EXPECT_NO_THROW(CommunicatorOptions::from_environment()) << c.var << "=" << c.value;
+    } else {
+      try {
+        CommunicatorOptions::from_environment();
+        ADD_FAILURE() << c.var << "=" << c.value << " was accepted";
+      } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find(c.var), std::string::npos) << e.what();
+      }
+    }
+    unsetenv(c.var);
+  }
+  setenv("TANDEM_SHM_CHUNK_BYTES", "8192", 1);
+  setenv("TANDEM_TIMEOUT", "0.25", 1);
+  const auto o = CommunicatorOptions::from_environment();
+  EXPECT_EQ(o.shm_chunk_bytes, 8192u);
+  EXPECT_EQ(o.timeout.count(), 250);
+  unsetenv("TANDEM_SHM_CHUNK_BYTES");
+  unsetenv("TANDEM_TIMEOUT");
+}
+
+// --------------------------------------------------------- forked failures
+
+enum Outcome { kNone = 0, kPeerLost = 1, kTimeout = 2, kOther = 3, kOk = 4 };
+
+// A rank: join, report ready, then allreduce 4 MiB until something fails.
+[[noreturn]] void rank_main(ForkArea* area, int rank, int size, const std::string& job,
+                            std::chrono::milliseconds timeout) {
+  int outcome = kOther;
+  std::string msg;
+  try {
+    CommunicatorOptions o = small_options();
+    o.timeout = timeout;
+    o.shm_chunk_bytes = 64 << 10;
+    Communicator c(std::make_unique<ForkBootstrap>(area, rank, size, job), nullptr, o);
+    std::vector<float> buf(1 << 20, 1.0f);
+    area->ready[rank] = 1;
+    for (;;) c.allreduce(buf.data(), buf.data(), buf.size(), TANDEM_FLOAT32, TANDEM_MAX);
+  } catch (const PeerLostError& e) {
+    outcome = kPeerLost;
+    msg = e.what();
+  } catch (const TimeoutError& e) {
+    outcome = kTimeout;
+    msg = e.what();
+  } catch (const std::exception& e) {
+    msg = e.what();
+  }
+  std::strncpy(area->message[rank], msg.c_str(), sizeof area->message[rank] - 1);
+  area->outcome[rank] = outcome;
+  _exit(0);
+}
+
+struct ForkRun {
+  int size;
+  std::vector<pid_t> pids;
+  ForkArea* area;
+  std::string job;
+};
+
+ForkRun start(int size, std::chrono::milliseconds timeout) {
+  static int counter = 0;
+  ForkRun run{size, {}, make_fork_area(), "forktest" + std::to_string(getpid()) + "-" + std::to_string(counter++)};
+  for (int r = 0; r < size; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) rank_main(run.area, r, size, run.job, timeout);
+    run.pids.push_back(pid);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int r = 0; r < size; ++r)
+    while (!run.area->ready[r] && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Let them get well into the allreduce loop.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return run;
+}
+
+// Waits for every rank but the victim; any still running after `limit` is a
+// hang: killed and reported.
+void reap_survivors(ForkRun& run, int victim, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int r = 0; r < run.size; ++r) {
+    if (r == victim) continue;
+    int status = 0;
+    while (waitpid(run.pids[r], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "rank " << r << " still hangs " << limit.count() << " s after the peer failed";
+        kill(run.pids[r], SIGKILL);
+        waitpid(run.pids[r], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+}
+
+TEST(ShmFailure, KilledPeerFailsEverySurvivorWithPeerLost) {
+  // The timeout is far beyond the reaping limit: only the liveness check
+  // can end the survivors' waits in time.
+  ForkRun run = start(4, std::chrono::seconds(120));
+  const int victim = 2;
+  ASSERT_EQ(kill(run.pids[victim], SIGKILL), 0);
+  int status = 0;
+  waitpid(run.pids[victim], &status, 0);
+  reap_survivors(run, victim, std::chrono::seconds(60));
+  for (int r = 0; r < run.size; ++r) {
+    if (r == victim) continue;
+    EXPECT_EQ(run.area->outcome[r].load(), kPeerLost) << "rank " << r << ": " << run.area->message[r];
+    EXPECT_NE(std::string(run.area->message[r]).find("rank 2"), std::string::npos) << run.area->message[r];
+  }
+  EXPECT_TRUE(shm_entries(run.job).empty());
+  munmap(run.area, sizeof(ForkArea));
+}
+
+TEST(ShmFailure, StoppedPeerFailsEverySurvivorWithTimeout) {
+  ForkRun run = start(3, std::chrono::milliseconds(1500));
+  const int victim = 1;
+  ASSERT_EQ(kill(run.pids[victim], SIGSTOP), 0);
+  reap_survivors(run, victim, std::chrono::seconds(60));
+  kill(run.pids[victim], SIGKILL);
+  int status = 0;
+  waitpid(run.pids[victim], &status, 0);
+  for (int r = 0; r < run.size; ++r) {
+    if (r == victim) continue;
+    EXPECT_EQ(run.area->outcome[r].load(), kTimeout) << "rank " << r << ": " << run.area->message[r];
+    EXPECT_NE(std::string(run.area->message[r]).find("rank(s) 1 "), std::string::npos) << run.area->message[r];
+  }
+  EXPECT_TRUE(shm_entries(run.job).empty());
+  munmap(run.area, sizeof(ForkArea));
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace tandem

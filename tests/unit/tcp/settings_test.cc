@@ -1,0 +1,92 @@
+// Strict settings (engine/common/settings.h) and the TCP interface choice.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "common/errors.h"
+#include "common/settings.h"
+#include "transport/tcp/interface.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct EnvGuard {
+  const char* name;
+  explicit EnvGuard(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
+  ~EnvGuard() { ::unsetenv(name); }
+};
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "no InvalidArgument";
+}
+
+TEST(Settings, UnsetOrEmptyMeansDefault) {
+  ::unsetenv("TANDEM_TEST_X");
+  EXPECT_EQ(env_int("TANDEM_TEST_X", 5, 0, 10), 5);
+  EnvGuard g("TANDEM_TEST_X", "");
+  EXPECT_EQ(env_int("TANDEM_TEST_X", 5, 0, 10), 5);
+  EXPECT_EQ(env_string("TANDEM_TEST_X", "d"), "d");
+}
+
+TEST(Settings, IntegersAreParsedStrictly) {
+  EnvGuard g("TANDEM_TEST_X", "7");
+  EXPECT_EQ(env_int("TANDEM_TEST_X", 5, 0, 10), 7);
+  for (const char* bad : {"7x", "x", " 7", "11", "-1", "99999999999999999999999", "0x7"}) {
+    ::setenv("TANDEM_TEST_X", bad, 1);
+    const std::string m = message_of([] { env_int("TANDEM_TEST_X", 5, 0, 10); });
+    EXPECT_THAT(m, HasSubstr(std::string("TANDEM_TEST_X='") + bad + "'")) << bad;
+    EXPECT_THAT(m, HasSubstr("between 0 and 10")) << bad;
+  }
+}
+
+TEST(Settings, TimeoutIsSecondsWithFractions) {
+  ::unsetenv(kTimeoutVariable);
+  EXPECT_EQ(timeout_from_environment(), std::chrono::milliseconds(300000));
+  EnvGuard g(kTimeoutVariable, "2.5");
+  EXPECT_EQ(timeout_from_environment(), std::chrono::milliseconds(2500));
+  for (const char* bad : {"0", "-3", "5m", "nan", "inf", "1e30", "abc", " 2"}) {
+    ::setenv(kTimeoutVariable, bad, 1);
+    EXPECT_THAT(message_of([] { timeout_from_environment(); }),
+                HasSubstr(std::string("TANDEM_TIMEOUT='") + bad + "'"))
+        << bad;
+  }
+}
+
+TEST(TcpInterface, NamedInterfaceGivesItsAddress) {
+  const auto a = tcp::address_of_interface("lo");
+  EXPECT_EQ(tcp::to_string(a), "127.0.0.1:0");
+}
+
+TEST(TcpInterface, UnknownInterfaceNamesItAndListsTheOthers) {
+  const std::string m = message_of([] { tcp::address_of_interface("nosuch9"); });
+  EXPECT_THAT(m, HasSubstr("TANDEM_TCP_IFNAME='nosuch9'"));
+  EXPECT_THAT(m, HasSubstr("interfaces here: "));
+  EXPECT_THAT(m, HasSubstr("lo"));
+}
+
+TEST(TcpInterface, IfnameWinsOverLoopback) {
+  EnvGuard g(tcp::kIfnameVariable, "lo");
+  std::string why;
+  EXPECT_EQ(tcp::to_string(tcp::choose_listen_address(false, why)), "127.0.0.1:0");
+  EXPECT_THAT(why, HasSubstr("TANDEM_TCP_IFNAME=lo"));
+  ::setenv(tcp::kIfnameVariable, "nosuch9", 1);
+  EXPECT_THROW(tcp::choose_listen_address(true, why), InvalidArgument);
+}
+
+TEST(TcpInterface, AllLocalMeansLoopback) {
+  ::unsetenv(tcp::kIfnameVariable);
+  std::string why;
+  EXPECT_EQ(tcp::to_string(tcp::choose_listen_address(true, why)), "127.0.0.1:0");
+  EXPECT_THAT(why, HasSubstr("loopback"));
+}
+
+}  // namespace
+}  // namespace tandem
