@@ -7,11 +7,14 @@
 # the best Open MPI setting's.
 #
 #   contrib/bench/compare.sh [BUILD_DIR]       (default: build)
-#   SIZES="-b 8 -e 256M -f 4" NPS="2 4" REPEAT=1 contrib/bench/compare.sh
+#   SIZES="-b 16 -e 256M -f 4" LATENCY="-b 8 -e 8" NPS="2 4" contrib/bench/compare.sh
+# The sweep starts at 16 B so that it lands on 64K, 1M, 16M, 64M and 256M;
+# the 8-byte latency point is a second run appended to each tool's output.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-sizes=${SIZES:--b 8 -e 256M -f 4}
+sweep=${SIZES:--b 16 -e 256M -f 4}
+latency=${LATENCY:--b 8 -e 8}
 nps=${NPS:-2 4}
 out=$(mktemp -d /tmp/tandem-compare.XXXXXX)
 trap 'rm -rf "$out"' EXIT
@@ -23,19 +26,21 @@ mpibench=$build/tools/mpi-allreduce-bench
 
 for np in $nps; do
   echo "== $np ranks" >&2
-  # shellcheck disable=SC2086
-  "$run" -np "$np" "$bench" $sizes > "$out/tandem-$np.txt"
-  # shellcheck disable=SC2086
-  "$run" -np "$np" "$bench" -s -i $sizes > "$out/tandem-shared-$np.txt"
-  if [ -x "$mpibench" ]; then
-    mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" --mca pml ob1 --mca btl self,vader)
+  for sizes in "$latency" "$sweep"; do
     # shellcheck disable=SC2086
-    "${mpi[@]}" --mca btl_vader_single_copy_mechanism cma "$mpibench" $sizes > "$out/mpi-cma-$np.txt"
+    "$run" -np "$np" "$bench" $sizes >> "$out/tandem-$np.txt"
     # shellcheck disable=SC2086
-    "${mpi[@]}" --mca btl_vader_single_copy_mechanism none "$mpibench" $sizes > "$out/mpi-copy-$np.txt"
-  fi
-  # shellcheck disable=SC2086
-  /usr/bin/python3 "$root/contrib/bench/gloo_allreduce.py" -np "$np" $sizes > "$out/gloo-$np.txt" 2>/dev/null || true
+    TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "$run" -np "$np" "$bench" -s -i $sizes >> "$out/tandem-shared-$np.txt"
+    if [ -x "$mpibench" ]; then
+      mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" --mca pml ob1 --mca btl self,vader)
+      # shellcheck disable=SC2086
+      "${mpi[@]}" --mca btl_vader_single_copy_mechanism cma "$mpibench" $sizes >> "$out/mpi-cma-$np.txt"
+      # shellcheck disable=SC2086
+      "${mpi[@]}" --mca btl_vader_single_copy_mechanism none "$mpibench" $sizes >> "$out/mpi-copy-$np.txt"
+    fi
+    # shellcheck disable=SC2086
+    /usr/bin/python3 "$root/contrib/bench/gloo_allreduce.py" -np "$np" $sizes >> "$out/gloo-$np.txt" 2>/dev/null || true
+  done
 done
 
 /usr/bin/python3 - "$out" $nps <<'PY'

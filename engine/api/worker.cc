@@ -11,7 +11,7 @@ Worker::~Worker() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
   thread_.join();
 }
 
@@ -20,22 +20,27 @@ void Worker::submit(std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
   }
-  cv_.notify_all();
+  work_cv_.notify_one();
+}
+
+void Worker::finished_locked() {
+  busy_ = false;
+  if (!queue_.empty()) work_cv_.notify_one();
+  else if (inline_waiters_ > 0) idle_cv_.notify_all();
 }
 
 void Worker::run_inline(const std::function<void()>& fn) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  ++inline_waiters_;
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  --inline_waiters_;
   busy_ = true;
   lock.unlock();
   struct Release {
     Worker* w;
     ~Release() {
-      {
-        std::lock_guard<std::mutex> l(w->mu_);
-        w->busy_ = false;
-      }
-      w->cv_.notify_all();
+      std::lock_guard<std::mutex> l(w->mu_);
+      w->finished_locked();
     }
   } release{this};
   fn();
@@ -45,7 +50,7 @@ void Worker::loop() {
   pthread_setname_np(pthread_self(), "tandem-worker");
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return (!queue_.empty() && !busy_) || (stop_ && queue_.empty()); });
+    work_cv_.wait(lock, [&] { return (!queue_.empty() && !busy_) || (stop_ && queue_.empty() && !busy_); });
     if (queue_.empty()) return;  // stopping, nothing left
     auto task = std::move(queue_.front());
     queue_.pop_front();
@@ -53,8 +58,7 @@ void Worker::loop() {
     lock.unlock();
     task();
     lock.lock();
-    busy_ = false;
-    cv_.notify_all();
+    finished_locked();
   }
 }
 

@@ -28,8 +28,13 @@ class Worker {
 
  private:
   void loop();
+  void finished_locked();  // busy_ ends: wake whoever can go next
   std::mutex mu_;
-  std::condition_variable cv_;
+  // Separate wake-ups so that a blocking collective never wakes the idle
+  // worker thread (which would compete for the CPU with the ranks).
+  std::condition_variable work_cv_;  // the worker: a task is runnable, or stop
+  std::condition_variable idle_cv_;  // run_inline callers: everything before them done
+  int inline_waiters_ = 0;
   std::deque<std::function<void()>> queue_;
   bool busy_ = false;
   bool stop_ = false;

@@ -10,6 +10,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "common/errors.h"
 
 namespace tandem {
@@ -63,28 +67,85 @@ struct Plain {
   using T = S;
   using A = S;
   static constexpr bool floating = std::is_floating_point<S>::value;
+  static constexpr bool widened = false;
   static A load(T x) { return x; }
   static T store(A x) { return x; }
 };
+// float16 is widened a block at a time: with F16C (checked at run time) by
+// the hardware's converters, else by the portable branch-free code above.
+void widen_half_portable(const uint16_t* s, float* d, size_t m) {
+  for (size_t i = 0; i < m; ++i) d[i] = half_to_float(s[i]);
+}
+void narrow_half_portable(const float* s, uint16_t* d, size_t m) {
+  for (size_t i = 0; i < m; ++i) d[i] = float_to_half(s[i]);
+}
+#if defined(__x86_64__)
+__attribute__((target("avx2,f16c"))) void widen_half_f16c(const uint16_t* s, float* d, size_t m) {
+  size_t i = 0;
+  for (; i + 8 <= m; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  for (; i < m; ++i) d[i] = half_to_float(s[i]);
+}
+__attribute__((target("avx2,f16c"))) void narrow_half_f16c(const float* s, uint16_t* d, size_t m) {
+  size_t i = 0;
+  for (; i + 8 <= m; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < m; ++i) d[i] = float_to_half(s[i]);
+}
+const bool kHaveF16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+const bool kHaveF16c = false;
+#endif
+
 struct Half {
   using T = uint16_t;
   using A = float;
   static constexpr bool floating = true;
-  static A load(T x) { return half_to_float(x); }
-  static T store(A x) { return float_to_half(x); }
+  static constexpr bool widened = true;
+  static void widen(const T* s, A* d, size_t m) {
+#if defined(__x86_64__)
+    if (kHaveF16c) return widen_half_f16c(s, d, m);
+#endif
+    widen_half_portable(s, d, m);
+  }
+  static void narrow(const A* s, T* d, size_t m) {
+#if defined(__x86_64__)
+    if (kHaveF16c) return narrow_half_f16c(s, d, m);
+#endif
+    narrow_half_portable(s, d, m);
+  }
 };
+// bfloat16 conversions are integer work on whole blocks (type-punned once
+// per block, not per element), which vectorises.
 struct BHalf {
   using T = uint16_t;
   using A = float;
   static constexpr bool floating = true;
-  static A load(T x) { return bf16_to_float(x); }
-  static T store(A x) { return float_to_bf16(x); }
+  static constexpr bool widened = true;
+  static void widen(const T* s, A* d, size_t m) {
+    alignas(64) uint32_t w[kBlock];
+    for (size_t i = 0; i < m; ++i) w[i] = static_cast<uint32_t>(s[i]) << 16;
+    std::memcpy(d, w, m * 4);
+  }
+  static void narrow(const A* s, T* d, size_t m) {
+    alignas(64) uint32_t u[kBlock];
+    std::memcpy(u, s, m * 4);
+    for (size_t i = 0; i < m; ++i) {
+      const uint32_t x = u[i];
+      const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+      const uint32_t nan = (x >> 16) | 0x40u;
+      d[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    }
+  }
 };
+
 // bool: any non-zero byte is true; results are 0 or 1.
 struct Bool {
   using T = uint8_t;
   using A = uint8_t;
   static constexpr bool floating = false;
+  static constexpr bool widened = false;
   static A load(T x) { return x != 0; }
   static T store(A x) { return x; }
 };
@@ -130,15 +191,27 @@ void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduc
   const A qs = static_cast<A>(r.postscale);
   const A div = static_cast<A>(r.divisor);
   alignas(64) A acc[kBlock];
+  alignas(64) A tmp[kBlock];
   for (size_t base = 0; base < count; base += kBlock) {
     const size_t m = count - base < kBlock ? count - base : kBlock;
     const T* s0 = static_cast<const T*>(in[0]) + base;
-    for (size_t i = 0; i < m; ++i) acc[i] = E::load(s0[i]);
+    if constexpr (E::widened) {
+      E::widen(s0, acc, m);
+    } else {
+      for (size_t i = 0; i < m; ++i) acc[i] = E::load(s0[i]);
+    }
     if (pre)
       for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * ps;
     for (int k = 1; k < n; ++k) {
       const T* s = static_cast<const T*>(in[k]) + base;
-      if (pre) {
+      if constexpr (E::widened) {
+        E::widen(s, tmp, m);
+        if (pre) {
+          for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], static_cast<A>(tmp[i] * ps));
+        } else {
+          for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], tmp[i]);
+        }
+      } else if (pre) {
         for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], static_cast<A>(E::load(s[i]) * ps));
       } else {
         for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], E::load(s[i]));
@@ -149,7 +222,11 @@ void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduc
     if (post)
       for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * qs;
     T* o = out + base;
-    for (size_t i = 0; i < m; ++i) o[i] = E::store(acc[i]);
+    if constexpr (E::widened) {
+      E::narrow(acc, o, m);
+    } else {
+      for (size_t i = 0; i < m; ++i) o[i] = E::store(acc[i]);
+    }
   }
 }
 

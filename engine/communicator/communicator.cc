@@ -1,6 +1,7 @@
 #include "communicator/communicator.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "collectives/collectives.h"
 #include "common/errors.h"
@@ -88,6 +89,7 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
       if (id_.local_rank < static_cast<int>(node.size())) group.push_back(node[id_.local_rank]);
     }
     cross_ = connect_(*bootstrap_, group, options_.timeout);
+    if (options_.connect_world_at_start) world_transport();
   }
 }
 
@@ -134,9 +136,27 @@ void Communicator::run(F&& body) {
   try {
     body();
   } catch (const Error&) {
-    poison(std::current_exception());
-    throw;
+    std::exception_ptr e = std::current_exception();
+    if (id_.cross_size > 1) e = prefer_local_record(e);
+    poison(e);
+    std::rethrow_exception(e);
   }
+}
+
+// Across nodes a failure travels as closed connections: a rank whose TCP peer
+// aborted learns "rank X closed", where X may only have relayed the news. If
+// a local peer recorded the original cause in the segment (or does so
+// shortly), report that instead, so that ranks agree on which rank was lost.
+std::exception_ptr Communicator::prefer_local_record(std::exception_ptr e) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  while (!shm_->aborted() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  try {
+    shm_->check_aborted();
+  } catch (const Error&) {
+    return std::current_exception();
+  }
+  return e;
 }
 
 void Communicator::abort(const std::string& why) { poison(std::make_exception_ptr(AbortedError(why))); }
@@ -237,13 +257,14 @@ void Communicator::alltoallv(const void* send, const std::vector<size_t>& send_c
 }
 
 void Communicator::reducescatter(const void* send, void* recv, const std::vector<size_t>& recv_counts,
-                                 tandem_dtype_t dtype, tandem_op_t op) {
-  check_reduction("reducescatter", dtype, op, 1.0, 1.0);
+                                 tandem_dtype_t dtype, tandem_op_t op, double prescale,
+                                 double postscale) {
+  check_reduction("reducescatter", dtype, op, prescale, postscale);
   need_counts("reducescatter", "recv_counts", recv_counts, id_.size);
   need_buffer("reducescatter", "send", send, sum(recv_counts));
   need_buffer("reducescatter", "recv", recv, recv_counts[id_.rank]);
   if (sum(recv_counts) == 0) return;
-  Reduction r{dtype, op, 1.0, true, 1.0, id_.size};
+  Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
     if (id_.cross_size == 1)
       shm_->reducescatter(send, recv, recv_counts, r);

@@ -160,20 +160,27 @@ void NodeSync::wait(const char* what) {
   if (all_arrived(target)) return;
   const auto start = Clock::now();
   const auto deadline = start + timeout_;
-  // Spin only while the ranks fit on our CPUs; otherwise a spinning rank
-  // steals the core the rank it waits for needs.
-  if (!oversubscribed_ && spin_us_ > 0) {
-    const auto spin_end = start + std::chrono::microseconds(spin_us_);
-    for (int i = 1;; ++i) {
-      cpu_relax();
-      if (all_arrived(target)) return;
-      if ((i & 63) == 0 && Clock::now() >= spin_end) break;
+  // Spin briefly with the pause instruction, then keep polling but give the
+  // CPU away (sched_yield) between polls, then sleep on the futex. Yielding
+  // lets a peer that shares our CPU (a busy or oversubscribed node) run
+  // instead of being starved by our polling; a pure spin there costs the
+  // whole time slice. Sleeping too early is as bad: waking from a futex
+  // takes tens of microseconds, and two ranks that keep waking each other
+  // settle at that latency per barrier. When the node has more ranks than
+  // we have CPUs the pure spin is skipped: we only yield.
+  const auto spin_end = start + std::chrono::microseconds(oversubscribed_ ? 0 : std::min(spin_us_, 5));
+  const auto yield_end = start + std::chrono::microseconds(spin_us_);
+  for (int i = 1;; ++i) {
+    if (all_arrived(target)) return;
+    if ((i & 15) == 0) {
+      const auto now = Clock::now();
+      if (now >= yield_end) break;
+      if (now >= spin_end) {
+        sched_yield();
+        continue;
+      }
     }
-  } else {
-    for (int i = 0; i < 2; ++i) {
-      sched_yield();
-      if (all_arrived(target)) return;
-    }
+    cpu_relax();
   }
   auto next_check = Clock::now();
   for (;;) {

@@ -40,6 +40,7 @@ class NodeSync {
   void abort(AbortKind kind, const std::string& message);
   // Throws the recorded failure, if any.
   void check_aborted() const;
+  bool aborted() const { return control_->abort_state.load() == 2; }
 
  private:
   bool all_arrived(uint64_t target) const;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "shm/stream_copy.h"
 
 namespace tandem {
 namespace {
@@ -175,7 +176,8 @@ void ShmGroup::barrier() { sync_->barrier("barrier"); }
 
 // Allreduce, per step of at most chunk_ bytes per rank:
 //   1. publish where this rank's input lies: in its arena (zero copy) or
-//      copied into its staging buffer;
+//      copied into its staging buffer (all but its own part, which only it
+//      reads, straight from its send buffer);
 //   2. barrier; rank j reduces part j of the step reading every rank's input
 //      in rank order (so the result never depends on timing), and writes the
 //      part once, into its own staging buffer;
@@ -188,6 +190,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   if (count == 0) return;
   if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r);
   const bool zero_copy = in_arena(send, count * es);
+  const bool streaming = count * es >= kStreamingBytes;
   const size_t step_elems = chunk_ / es;
   std::vector<const void*> in(n_);
   Reduction stage = r;
@@ -197,14 +200,20 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
     const int b = next_parity();
     const char* src = static_cast<const char*>(send) + start * es;
     char* mine = staging(me_, b);
-    if (!zero_copy) std::memcpy(mine, src, m * es);
-    control()->ranks[me_].offset[b].store(offset_of(zero_copy ? src : mine), std::memory_order_relaxed);
-    sync_->barrier("allreduce (shared memory)");
     size_t lo, hi;
     split(m, n_, me_, es, &lo, &hi);
+    // Peers only read the parts they reduce: this rank's own part is read
+    // from its send buffer, not copied in.
+    if (!zero_copy) {
+      std::memcpy(mine, src, lo * es);
+      std::memcpy(mine + hi * es, src + hi * es, (m - hi) * es);
+    }
+    control()->ranks[me_].offset[b].store(offset_of(zero_copy ? src : mine), std::memory_order_relaxed);
+    sync_->barrier("allreduce (shared memory)");
     if (hi > lo) {
       for (int j = 0; j < n_; ++j)
         in[j] = seg_.base() + control()->ranks[j].offset[b].load(std::memory_order_relaxed) + lo * es;
+      in[me_] = src + lo * es;
       reduce(mine + lo * es, in.data(), n_, hi - lo, stage);
     }
     if (hook && hi > lo) hook(mine + lo * es, hi - lo);
@@ -212,7 +221,11 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
     char* dst = static_cast<char*>(recv) + start * es;
     for (int j = 0; j < n_; ++j) {
       split(m, n_, j, es, &lo, &hi);
-      if (hi > lo) std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
+      if (hi <= lo) continue;
+      if (streaming)
+        stream_copy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
+      else
+        std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
     }
   }
 }

@@ -35,7 +35,7 @@ struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = size_t{256} << 10;
   size_t arena_bytes = size_t{64} << 20;
-  int spin_us = 20;
+  int spin_us = 50;
 };
 
 class ShmGroup {
@@ -78,6 +78,9 @@ class ShmGroup {
 
   // Fails every local rank's current and next operations with `kind`.
   void abort(AbortKind kind, const std::string& message) { sync_->abort(kind, message); }
+  // Throws the failure a local rank recorded, if any.
+  void check_aborted() const { sync_->check_aborted(); }
+  bool aborted() const { return sync_->aborted(); }
 
  private:
   void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r);

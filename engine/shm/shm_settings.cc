@@ -13,7 +13,7 @@ size_t shm_arena_bytes_from_environment() {
 }
 
 int shm_spin_us_from_environment() {
-  return static_cast<int>(env_int(kShmSpinVariable, 20, 0, 1000000));
+  return static_cast<int>(env_int(kShmSpinVariable, 50, 0, 1000000));
 }
 
 }  // namespace tandem

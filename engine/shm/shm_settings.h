@@ -19,9 +19,10 @@ size_t shm_chunk_bytes_from_environment();
 constexpr const char* kShmArenaVariable = "TANDEM_SHM_ARENA_BYTES";
 size_t shm_arena_bytes_from_environment();
 
-// TANDEM_SHM_SPIN_US (default 20, 0..1000000): how long a node-local wait
-// spins before it sleeps on a futex. Treated as 0 when the node has more
-// local ranks than this process has CPUs, so co-located ranks never starve.
+// TANDEM_SHM_SPIN_US (default 50, 0..1000000): how long a node-local wait
+// polls before it sleeps on a futex: a few microseconds of pure spinning,
+// then polling with sched_yield, so a peer sharing our CPU (busy or
+// oversubscribed node) gets it. See node_sync.cc.
 constexpr const char* kShmSpinVariable = "TANDEM_SHM_SPIN_US";
 int shm_spin_us_from_environment();
 
