@@ -555,7 +555,10 @@ def process_sets_join_barrier():
         evens = hvd.add_process_set([r for r in range(size) if r % 2 == 0])
         if rank % 2 == 0:
             assert evens.included() and evens.rank() == rank // 2
-            got = hvd.allreduce(torch.tensor([float(rank)]), op=hvd.Sum, process_set=evens)
+            # Named: only members call it, so an auto-generated name would
+            # make the members' later auto names differ from the others'.
+            got = hvd.allreduce(torch.tensor([float(rank)]), op=hvd.Sum, process_set=evens,
+                                name="in.evens")
             expect(got, torch.tensor([float(sum(range(0, size, 2)))]), "allreduce in a set")
         else:
             assert not evens.included()
