@@ -187,8 +187,10 @@ TANDEM_API tandem_result_t tandem_enqueue_barrier(int process_set, tandem_handle
   a.type = rt::OpType::kBarrier;
   a.process_set = process_set;
   // One barrier in flight per set and rank; the name is the same on all.
-  tandem_tensor_t t{"tandem:barrier", nullptr, nullptr, TANDEM_UINT8, TANDEM_DEVICE_CPU, 0,
-                    nullptr};
+  // Shape [0]: no elements, so no input (ndim 0 would be a one-element scalar).
+  static const int64_t kNoElements[1] = {0};
+  tandem_tensor_t t{"tandem:barrier", nullptr, nullptr, TANDEM_UINT8, TANDEM_DEVICE_CPU, 1,
+                    kNoElements};
   return tandem::api::enqueue(&t, 1, a, handle);
 }
 

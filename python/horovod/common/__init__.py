@@ -1,0 +1,1 @@
+"""horovod.common, as far as scripts reach into it (exceptions)."""

@@ -1,0 +1,132 @@
+"""Engine errors as Python exceptions.
+
+Every failed libtandem call raises a subclass of :class:`TandemError` (itself a
+``RuntimeError``, as Horovod's ``HorovodInternalError`` is) carrying the
+engine's message. The subclasses are made when the library is loaded, one per
+result code the library reports through ``tandem_result_name()``: the codes
+live in one place (engine/api/results.cc), never in a copy here.
+
+The class name is the CamelCase of the part after ``TANDEM_ERR_`` plus
+``Error``: ``MismatchError``, ``TimeoutError``, ``DuplicateNameError``,
+``InvalidArgumentError``, ``UnsupportedError``. ``tandem.errors.TimeoutError``
+is a ``TandemError``, not the builtin of the same name.
+"""
+
+import threading
+
+from tandem import _library
+
+
+TandemError = _library.TandemError
+LibraryMismatch = _library.LibraryMismatch
+
+
+_by_code = {}
+_by_name = {}
+_codes = {}  # every result name, success included -> value
+_lock = threading.Lock()
+_SUCCESS = "TANDEM_SUCCESS"
+_IN_PROGRESS = "TANDEM_ERR_IN_PROGRESS"
+
+
+def _class_name(result_name):
+    suffix = result_name[len("TANDEM_ERR_"):] if result_name.startswith("TANDEM_ERR_") else result_name
+    return "".join(part.capitalize() for part in suffix.split("_")) + "Error"
+
+
+def _populate():
+    if _by_name:
+        return
+    with _lock:
+        if _by_name:
+            return
+        lib = _library.library()
+        code = 0
+        table = {}
+        while True:
+            raw = lib.tandem_result_name(code)
+            if raw is None:
+                break
+            table[raw.decode()] = code
+            code += 1
+        if _SUCCESS not in table:
+            raise _library.LibraryNotFound(
+                "libtandem (%s) reports no TANDEM_SUCCESS result name: not a Tandem library"
+                % lib.origin)
+        for name, value in table.items():
+            if name == _SUCCESS:
+                continue
+            cls = type(_class_name(name), (TandemError,), {
+                "code": value, "name": name,
+                "__doc__": lib.tandem_result_string(value).decode(),
+                "__module__": __name__,
+            })
+            _by_code[value] = cls
+            globals()[cls.__name__] = cls
+        _codes.update(table)
+        _by_name.update({cls.name: cls for cls in _by_code.values()})
+
+
+def __getattr__(attr):  # PEP 562: tandem.errors.MismatchError loads the library
+    if attr.endswith("Error") and not attr.startswith("_"):
+        _populate()
+        if attr in globals():
+            return globals()[attr]
+    raise AttributeError("module 'tandem.errors' has no attribute %r" % attr)
+
+
+def code_of(name):
+    """The value of a result name, from the library ("TANDEM_ERR_IN_PROGRESS")."""
+    _populate()
+    return _codes[name]
+
+
+def error_class(name):
+    """The exception class for a result name ("TANDEM_ERR_UNSUPPORTED")."""
+    _populate()
+    return _by_name[name]
+
+
+def make(name, message):
+    """An exception of the class for ``name`` with a message made on the Python
+    side (argument checks done before reaching the engine)."""
+    return error_class(name)(message)
+
+
+def from_code(code):
+    """The exception for a failed call, with the engine's last-error message."""
+    _populate()
+    lib = _library.library()
+    message = lib.tandem_last_error()
+    message = message.decode(errors="replace") if message else ""
+    if not message:
+        message = lib.tandem_result_string(code).decode(errors="replace")
+    cls = _by_code.get(code)
+    if cls is None:
+        return TandemError("libtandem returned unknown result %d: %s" % (code, message))
+    return cls(message)
+
+
+_success_code = None
+
+
+def check(code):
+    """Raises the matching TandemError unless ``code`` is TANDEM_SUCCESS."""
+    global _success_code
+    if _success_code is None:
+        _success_code = code_of(_SUCCESS)
+    if code != _success_code:
+        raise from_code(code)
+
+
+def from_result(code, message):
+    """The exception for an operation's result code with its own message
+    (tandem_handle_error), falling back to the code's description."""
+    _populate()
+    lib = _library.library()
+    if not message:
+        message = lib.tandem_result_string(code).decode(errors="replace")
+    cls = _by_code.get(code)
+    if cls is None:
+        return TandemError("libtandem returned unknown result %d: %s" % (code, message))
+    return cls(message)

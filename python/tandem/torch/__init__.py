@@ -1,0 +1,112 @@
+"""The horovod.torch API on libtandem (``import tandem.torch as hvd``).
+
+Differences from Horovod are listed in docs/python.md; everything named here
+behaves as Horovod documents it.
+"""
+
+import torch as _torch
+
+from tandem import _basics, _collectives, _dtypes
+from tandem._basics import (  # noqa: F401
+    rank, size, local_rank, local_size, cross_rank, cross_size, is_initialized,
+    is_homogeneous, shutdown,
+)
+from tandem import errors as _errors
+from tandem.errors import TandemError  # noqa: F401
+from tandem.torch.compression import Compression  # noqa: F401
+from tandem.torch.functions import (  # noqa: F401
+    allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters,
+)
+from tandem.torch.mpi_ops import (  # noqa: F401
+    Adasum, Average, Max, Min, Product, Sum,
+    allgather, allgather_async, allreduce, allreduce_, allreduce_async, allreduce_async_,
+    alltoall, alltoall_async, barrier, broadcast, broadcast_, broadcast_async,
+    broadcast_async_, grouped_allgather, grouped_allgather_async, grouped_allreduce,
+    grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
+    grouped_reducescatter, grouped_reducescatter_async, join, poll, reducescatter,
+    reducescatter_async, synchronize,
+)
+from tandem.torch.optimizer import DistributedOptimizer  # noqa: F401
+from tandem.torch.process_sets import (  # noqa: F401
+    ProcessSet, add_process_set, global_process_set, remove_process_set,
+)
+from tandem.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
+
+
+def init(comm=None, process_sets=None):
+    """Joins the job. ``comm`` (an MPI communicator in Horovod) is not
+    supported: Tandem joins through PMIx or tandem-run's rendezvous."""
+    if comm is not None:
+        raise _errors.make("TANDEM_ERR_UNSUPPORTED",
+                           "init(comm=...): Tandem does not run on MPI communicators; call "
+                           "init() and let srun --horovod=on or tandem-run start the ranks")
+    _basics.init()
+    _dtypes.verify()
+    if process_sets:
+        for process_set in process_sets:
+            add_process_set(process_set)
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Starts the Chrome-trace timeline (written by rank 0); call on every rank."""
+    _collectives.start_timeline(file_path, mark_cycles)
+
+
+def stop_timeline():
+    _collectives.stop_timeline()
+
+
+# ------------------------------------------------------- what this build has
+# Answers are about what this process can actually use, never about what
+# Horovod would have: Tandem has no MPI or Gloo; the GPU path counts when the
+# loaded engine was built with it (nccl_built, cuda_built) and, for
+# gpu_available, when this node can run it.
+
+def mpi_built():
+    return False
+
+
+def mpi_enabled():
+    return False
+
+
+def mpi_threads_supported():
+    return False
+
+
+def gloo_built():
+    return False
+
+
+def gloo_enabled():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def _gpu_path_built():
+    from tandem import _library
+    return bool(_basics.build_info().get("cuda_headers", True)) and \
+        _library.library().has("tandem_gpu_available")
+
+
+def nccl_built():
+    return _gpu_path_built()
+
+
+def cuda_built():
+    return _gpu_path_built()
+
+
+def gpu_available():
+    return _collectives.gpu_available()[0] and _torch.cuda.is_available()

@@ -1,0 +1,87 @@
+"""State synchronisation helpers: parameters, optimizer state, Python objects."""
+
+import io
+import pickle
+
+import torch
+
+from tandem import _collectives
+from tandem.torch import mpi_ops
+
+
+def broadcast_parameters(params, root_rank, process_set=mpi_ops.global_process_set):
+    """Overwrites every rank's parameters with root_rank's, in place. ``params``
+    is ``model.state_dict()`` or ``model.named_parameters()``."""
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    elif isinstance(params, list) or hasattr(params, "__iter__"):
+        items = list(params)
+        if any(not isinstance(item, tuple) or len(item) != 2 for item in items):
+            raise ValueError("params should be a dict (state_dict) or (name, tensor) pairs "
+                             "(named_parameters)")
+    else:
+        raise ValueError("invalid params of type %s" % type(params).__name__)
+    handles = []
+    for name, tensor in items:
+        if not isinstance(tensor, torch.Tensor):
+            continue
+        data = tensor.data if isinstance(tensor, torch.nn.Parameter) else tensor
+        handles.append(mpi_ops.broadcast_async_(data, root_rank, name="bcast.param." + name,
+                                                process_set=process_set))
+    for handle in handles:
+        mpi_ops.synchronize(handle)
+
+
+def broadcast_optimizer_state(optimizer, root_rank, process_set=mpi_ops.global_process_set):
+    """Makes every rank's optimizer state (per-parameter buffers and the
+    hyper-parameters of each group) equal to root_rank's."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("cannot broadcast torch.optim.LBFGS state (its closure-held state is "
+                         "not in state_dict)")
+    state = broadcast_object(optimizer.state_dict(), root_rank, name="bcast.optimizer_state",
+                             process_set=process_set)
+    if process_set.rank() != root_rank:
+        optimizer.load_state_dict(state)
+
+
+def _serialize(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    return buffer.getvalue()
+
+
+def _deserialize(data):
+    return torch.load(io.BytesIO(data))
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=mpi_ops.global_process_set):
+    """Returns root_rank's ``obj`` on every rank (any picklable object)."""
+    name = name or "broadcast_object"
+    if process_set.rank() == root_rank:
+        payload = torch.frombuffer(bytearray(_serialize(obj)), dtype=torch.uint8)
+        length = torch.tensor([payload.numel()], dtype=torch.int64)
+    else:
+        payload, length = None, torch.zeros(1, dtype=torch.int64)
+    mpi_ops.broadcast_(length, root_rank, name=name + ".size", process_set=process_set)
+    if payload is None:
+        payload = torch.empty(int(length.item()), dtype=torch.uint8)
+    mpi_ops.broadcast_(payload, root_rank, name=name + ".data", process_set=process_set)
+    if process_set.rank() == root_rank:
+        return obj
+    return _deserialize(payload.numpy().tobytes())
+
+
+def allgather_object(obj, name=None, process_set=mpi_ops.global_process_set):
+    """Returns the list of every rank's ``obj``, in rank order."""
+    name = name or "allgather_object"
+    payload = torch.frombuffer(bytearray(_serialize(obj)), dtype=torch.uint8)
+    if payload.numel() == 0:  # pragma: no cover - torch.save never writes nothing
+        raise ValueError("object serialized to nothing")
+    gathered = mpi_ops.synchronize(mpi_ops.allgather_async(payload, name=name,
+                                                           process_set=process_set))
+    sizes = [row[0] for row in _collectives.allgather_int64([payload.numel()])]
+    out, offset = [], 0
+    for size in sizes:
+        out.append(_deserialize(gathered[offset:offset + size].numpy().tobytes()))
+        offset += size
+    return out
