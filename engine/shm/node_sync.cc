@@ -173,17 +173,19 @@ void NodeSync::wait(const char* what) {
   const auto spin_end =
       start + std::chrono::microseconds(oversubscribed_ ? 0 : std::min(spin_us_, 1));
   const auto yield_end = start + std::chrono::microseconds(spin_us_);
-  for (int i = 1;; ++i) {
-    if (all_arrived(target)) return;
-    if ((i & 15) == 0) {
-      const auto now = Clock::now();
-      if (now >= yield_end) break;
-      if (now >= spin_end) {
-        sched_yield();
-        continue;
-      }
+  if (!oversubscribed_) {
+    for (int i = 1;; ++i) {
+      if (all_arrived(target)) return;
+      if ((i & 15) == 0 && Clock::now() >= spin_end) break;
+      cpu_relax();
     }
-    cpu_relax();
+  }
+  // Every poll of this phase yields: a pause loop here would keep a peer
+  // that waits for our CPU off it.
+  for (;;) {
+    if (all_arrived(target)) return;
+    if (Clock::now() >= yield_end) break;
+    sched_yield();
   }
   auto next_check = Clock::now();
   for (;;) {
