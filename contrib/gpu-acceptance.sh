@@ -33,12 +33,12 @@ echo "== 2. NCCL collectives on device buffers, one rank per visible GPU, result
 case $rc in 0) record gpu-device-test ok ;; 77) record gpu-device-test "SKIPPED (no usable GPU: see stage 1)" ;;
   *) record gpu-device-test FAILED ;; esac
 
-echo "== 3. tandem-bench on device buffers"
-if [ -x "$build/tools/tandem-bench" ] && "$build/tools/tandem-bench" --help 2>&1 | grep -q -- '--device'; then
-  if srun --horovod=on "$build/tools/tandem-bench" --device cuda --check; then record bench ok; else record bench FAILED; fi
-else
-  record bench "NOT AVAILABLE (tandem-bench has no --device yet: the runtime is not wired to the GPU path)"
-fi
+echo "== 3. the runtime with GPU tensors: tandem-bench --device cuda, every collective checked"
+if srun --horovod=on "$build/tools/tandem-bench" --device cuda -c all; then record bench ok; else record bench FAILED; fi
+echo "== 3b. the same over 1 and all GPUs of this node without srun (tandem-run)"
+"$root/tests/unit/runtime/gpu_job.sh" "$build/tools/tandem-run" "$build/tools/tandem-bench"; rc=$?
+case $rc in 0) record runtime-gpu-job ok ;; 77) record runtime-gpu-job "SKIPPED (no GPU visible)" ;;
+  *) record runtime-gpu-job FAILED ;; esac
 
 echo "== 4. the training example on CUDA"
 example=$root/examples/pytorch_mnist.py

@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "errors.h"
 #include "plugin_error.h"
 #include "tandem_config.h"
 
@@ -37,6 +38,17 @@ Setter one_of_setter(std::string Config::*field, std::vector<std::string> allowe
   };
 }
 
+// A binding option; the planner parses the value (one spelling of values).
+Setter policy_setter(const char* key) {
+  return [key](Config& c, const std::string& v) {
+    try {
+      tandem::planner::parse_policy_value(c.policy, key, v);
+    } catch (const tandem::planner::PlanError& e) {
+      throw PluginError(e.what());
+    }
+  };
+}
+
 // The table. Add a key here and a field in Config.
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
@@ -52,6 +64,9 @@ const std::vector<Key>& keys() {
       {"topology", "hwloc XML file instead of the node's topology",
        path_setter(&Config::topology_xml, true)},
       {"binding", "binding policy: auto, none", one_of_setter(&Config::binding, {"auto", "none"})},
+      {"visible", "GPUs each task sees: all (own one at index local_rank), own", policy_setter("visible")},
+      {"membind", "bind memory to the task's NUMA node: on, off", policy_setter("membind")},
+      {"nics", "NICs binding may choose: NAME[,NAME...] or any", policy_setter("nics")},
   };
   return table;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mode.h"
+#include "policy.h"
 
 namespace tandem::plugin {
 
@@ -26,8 +27,12 @@ struct Config {
   // hwloc XML used instead of the live topology (tests, dry runs); empty:
   // the node's own topology.
   std::string topology_xml;
-  // How tasks are bound (see task_binding.h): "auto" or "none".
+  // How tasks are bound (see task_binding.h): "auto" (the planner's
+  // "closest" policy) or "none".
   std::string binding = "auto";
+  // The planner's options (docs/binding.md): visible, membind, nics. Its
+  // kind follows `binding`.
+  tandem::planner::Policy policy;
 };
 
 // Defaults: engine and python paths from the build configuration.

@@ -18,6 +18,7 @@
 #include <getopt.h>
 
 #include "tandem/tandem.h"
+#include "tandem-bench-device.h"  // --device cuda
 
 namespace {
 
@@ -44,7 +45,9 @@ struct Options {
                "  -n, -w  timed and warm-up iterations (default: by size)\n"
                "  -C  check results (default 1)\n"
                "  -s  send buffers in the node's shared segment (tandem_alloc_shared): no copy-in\n"
-               "  -i  in place (send == recv) for allreduce\n");
+               "  -i  in place (send == recv) for allreduce\n"
+               "  --device cuda [-c COLL|all] [-b MIN] [-e MAX] [-n ITERS]: GPU buffers through the\n"
+               "      runtime and NCCL, float32 sum, results checked (docs/gpu.md)\n");
   std::exit(why ? 2 : 0);
 }
 
@@ -236,6 +239,15 @@ bool check(const Case& c, const Options& o, void* send, void* recv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // ---- device mode (GPU path): tandem-bench --device cuda [...]
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--device") != 0) continue;
+    if (std::strcmp(argv[i + 1], "cuda") != 0) usage("--device takes 'cuda'");
+    std::vector<char*> rest(argv, argv + argc);
+    rest.erase(rest.begin() + i, rest.begin() + i + 2);
+    return device_bench_main(static_cast<int>(rest.size()), rest.data());
+  }
+  // ---- end device mode
   const Options o = parse(argc, argv);
   must(tandem_init(), "tandem_init");
   int n = 1, me = 0, nodes = 1, local = 1;

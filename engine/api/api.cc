@@ -10,6 +10,7 @@
 
 #include "api/guard.h"
 #include "api/join.h"
+#include "api/runtime_api.h"
 #include "api/worker.h"
 #include "collectives/reduce.h"
 #include "common/errors.h"
@@ -111,6 +112,9 @@ TANDEM_API tandem_result_t tandem_init(void) {
     auto e = std::make_shared<Engine>();
     e->comm = join_job();
     e->worker = std::make_unique<Worker>();
+    // The runtime (named tensors) starts with the engine, so that every
+    // tandem_enqueue_* works after tandem_init under any launcher.
+    api::start_runtime(*e->comm);
     engine = std::move(e);
   });
 }
@@ -122,6 +126,9 @@ TANDEM_API tandem_result_t tandem_finalize(void) {
       std::lock_guard<std::mutex> lock(engine_mu);
       e.swap(engine);
     }
+    // The runtime first: its last round tells the other ranks to stop, and
+    // its Communicators go before the engine's.
+    if (e) api::uninstall_runtime();
     // Released here, or by the last call still using it.
   });
 }

@@ -10,4 +10,6 @@ std::unique_ptr<Communicator> join_job() {
   return std::make_unique<Communicator>(bootstrap_from_environment(), connect_tcp, options);
 }
 
+TransportFactory job_transport() { return connect_tcp; }
+
 }  // namespace tandem

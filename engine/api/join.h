@@ -12,4 +12,8 @@ namespace tandem {
 
 std::unique_ptr<Communicator> join_job();
 
+// The transport between nodes that join_job() uses, for the Communicators
+// the runtime builds over the same job (api/runtime_api.cc).
+TransportFactory job_transport();
+
 }  // namespace tandem

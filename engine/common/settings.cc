@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <strings.h>
 
 #include "common/errors.h"
 
@@ -32,9 +33,7 @@ std::string range_text(double min, double max) {
 
 }  // namespace
 
-int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max) {
-  const char* v = value_of(name);
-  if (v == nullptr) return fallback;
+int64_t parse_int_setting(const char* name, const char* v, int64_t min, int64_t max) {
   const std::string expected = "an integer between " + std::to_string(min) + " and " +
                                std::to_string(max);
   char* end = nullptr;
@@ -46,9 +45,7 @@ int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max) {
   return x;
 }
 
-double env_double(const char* name, double fallback, double min, double max) {
-  const char* v = value_of(name);
-  if (v == nullptr) return fallback;
+double parse_double_setting(const char* name, const char* v, double min, double max) {
   const std::string expected = "a number " + range_text(min, max);
   char* end = nullptr;
   errno = 0;
@@ -58,6 +55,24 @@ double env_double(const char* name, double fallback, double min, double max) {
     reject(name, v, expected);
   if (x < min || x > max) reject(name, v, expected);
   return x;
+}
+
+bool parse_bool_setting(const char* name, const char* v) {
+  for (const char* t : {"1", "true", "yes", "on"})
+    if (strcasecmp(v, t) == 0) return true;
+  for (const char* f : {"0", "false", "no", "off"})
+    if (strcasecmp(v, f) == 0) return false;
+  reject(name, v, "1/0, true/false, yes/no or on/off");
+}
+
+int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max) {
+  const char* v = value_of(name);
+  return v == nullptr ? fallback : parse_int_setting(name, v, min, max);
+}
+
+double env_double(const char* name, double fallback, double min, double max) {
+  const char* v = value_of(name);
+  return v == nullptr ? fallback : parse_double_setting(name, v, min, max);
 }
 
 std::string env_string(const char* name, const std::string& fallback) {

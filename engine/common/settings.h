@@ -21,6 +21,14 @@ double env_double(const char* name, double fallback, double min, double max);
 // Raw string (no parsing); fallback when unset or empty.
 std::string env_string(const char* name, const std::string& fallback);
 
+// The parsers behind env_int and env_double, for callers that look their
+// variables up elsewhere (a table of Horovod aliases, a map in a test).
+// `name` is only used in the message; `value` must be non-null and non-empty.
+int64_t parse_int_setting(const char* name, const char* value, int64_t min, int64_t max);
+double parse_double_setting(const char* name, const char* value, double min, double max);
+// 1/0, true/false, yes/no, on/off (any case).
+bool parse_bool_setting(const char* name, const char* value);
+
 // TANDEM_TIMEOUT: seconds (fractions allowed, > 0) that any wait on a peer may
 // last without progress before it fails with TimeoutError. Default 300 s: long
 // enough for a slow rank to finish a training step, short enough that a hung

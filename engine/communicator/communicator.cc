@@ -89,6 +89,7 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
       if (id_.local_rank < static_cast<int>(node.size())) group.push_back(node[id_.local_rank]);
     }
     cross_ = connect_(*bootstrap_, group, options_.timeout);
+    if (options_.connect_world_at_start) world_transport();
   }
 }
 
@@ -256,13 +257,14 @@ void Communicator::alltoallv(const void* send, const std::vector<size_t>& send_c
 }
 
 void Communicator::reducescatter(const void* send, void* recv, const std::vector<size_t>& recv_counts,
-                                 tandem_dtype_t dtype, tandem_op_t op) {
-  check_reduction("reducescatter", dtype, op, 1.0, 1.0);
+                                 tandem_dtype_t dtype, tandem_op_t op, double prescale,
+                                 double postscale) {
+  check_reduction("reducescatter", dtype, op, prescale, postscale);
   need_counts("reducescatter", "recv_counts", recv_counts, id_.size);
   need_buffer("reducescatter", "send", send, sum(recv_counts));
   need_buffer("reducescatter", "recv", recv, recv_counts[id_.rank]);
   if (sum(recv_counts) == 0) return;
-  Reduction r{dtype, op, 1.0, true, 1.0, id_.size};
+  Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
     if (id_.cross_size == 1)
       shm_->reducescatter(send, recv, recv_counts, r);

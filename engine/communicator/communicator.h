@@ -46,6 +46,11 @@ struct CommunicatorOptions {
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
+  // Connect the transport joining every rank in the constructor rather than
+  // on first use, so that the bootstrap is never used after construction
+  // (a process set's bootstrap only works while the whole world takes part:
+  // bootstrap/subset_bootstrap.h).
+  bool connect_world_at_start = false;
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
@@ -61,6 +66,10 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   const Identity& identity() const { return id_; }
+  // The bootstrap this Communicator was built on, for building others over
+  // the same job (the runtime's own, process sets). Not thread-safe against
+  // this Communicator's first use of a transport joining every rank.
+  Bootstrap& bootstrap() { return *bootstrap_; }
 
   // Argument errors throw InvalidArgument before anything is sent (the
   // Communicator stays usable). Counts are elements. recv == send is in place.
@@ -75,7 +84,8 @@ class Communicator {
   void alltoallv(const void* send, const std::vector<size_t>& send_counts, void* recv,
                  const std::vector<size_t>& recv_counts, tandem_dtype_t dtype);
   void reducescatter(const void* send, void* recv, const std::vector<size_t>& recv_counts,
-                     tandem_dtype_t dtype, tandem_op_t op);
+                     tandem_dtype_t dtype, tandem_op_t op, double prescale = 1.0,
+                     double postscale = 1.0);
   void barrier();
 
   // Buffers in this node's shared segment (page aligned, at most

@@ -39,6 +39,7 @@ CudaApi CudaApi::load(const GpuSettings& settings) {
   bind(lib, api.Malloc, "cudaMalloc");
   bind(lib, api.Free, "cudaFree");
   bind(lib, api.MemcpyAsync, "cudaMemcpyAsync");
+  bind(lib, api.Memcpy, "cudaMemcpy");
   bind(lib, api.PointerGetAttributes, "cudaPointerGetAttributes");
   if (api.RuntimeGetVersion(&api.runtime_version) != cudaSuccess)
     throw UnsupportedError("the CUDA runtime at " + api.path + " did not report its version");

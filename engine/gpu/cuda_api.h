@@ -36,6 +36,7 @@ struct CudaApi {
   cudaError_t (*Malloc)(void**, size_t) = nullptr;
   decltype(&::cudaFree) Free = nullptr;
   decltype(&::cudaMemcpyAsync) MemcpyAsync = nullptr;
+  decltype(&::cudaMemcpy) Memcpy = nullptr;  // engine-allocated outputs to the caller
   decltype(&::cudaPointerGetAttributes) PointerGetAttributes = nullptr;
   // CUDA 13's signature; resolved only from a CUDA 13 runtime (12.8 had a
   // different one). nullptr means: copy one cudaMemcpyAsync at a time.

@@ -1,5 +1,6 @@
 #include "gpu/gpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/errors.h"
@@ -62,7 +63,8 @@ class NcclBackend : public GpuBackend {
  public:
   NcclBackend(const Identity& me, CudaApi cuda, NcclApi nccl, DeviceChoice choice,
               std::chrono::milliseconds timeout)
-      : me_(me), cuda_(std::move(cuda)), nccl_(std::move(nccl)), choice_(std::move(choice)),
+      : me_(me), api_(std::make_shared<const CudaApi>(std::move(cuda))), cuda_(*api_),
+        nccl_(std::move(nccl)), choice_(std::move(choice)),
         timeout_(timeout), ids_(nccl_),
         cache_([this](const CommSpec& spec) -> std::shared_ptr<DeviceComm> {
           use_device();
@@ -85,19 +87,28 @@ class NcclBackend : public GpuBackend {
     const std::string what = std::string(kind_name(req.kind)) + " '" + req.name + "'";
     auto comm = std::static_pointer_cast<NcclCommunicator>(cache_.get(req.process_set));
     const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
-    auto framework = static_cast<cudaStream_t>(req.framework_stream);
+    std::vector<cudaStream_t> frameworks;
+    for (void* f : req.framework_streams) {
+      auto fs = static_cast<cudaStream_t>(f);
+      if (std::find(frameworks.begin(), frameworks.end(), fs) == frameworks.end())
+        frameworks.push_back(fs);
+    }
+    if (frameworks.empty()) frameworks.push_back(nullptr);  // the legacy default stream
     const cudaStream_t s = stream_->get();
 
     // Ready: tandem's stream starts after the framework's queued writes.
-    Event ready(cuda_);
-    check_cuda(cuda_, cuda_.EventRecord(ready.get(), framework), what + ": recording readiness");
-    check_cuda(cuda_, cuda_.StreamWaitEvent(s, ready.get(), 0), what + ": waiting for readiness");
+    for (cudaStream_t framework : frameworks) {
+      Event ready(cuda_);
+      check_cuda(cuda_, cuda_.EventRecord(ready.get(), framework), what + ": recording readiness");
+      check_cuda(cuda_, cuda_.StreamWaitEvent(s, ready.get(), 0), what + ": waiting for readiness");
+    }
     issue(*comm, req, what, s, deadline);
 
     auto work = std::make_shared<GpuWork>(cuda_, comm, deadline, what);
     check_cuda(cuda_, cuda_.EventRecord(work->done.get(), s), what + ": recording completion");
-    check_cuda(cuda_, cuda_.StreamWaitEvent(framework, work->done.get(), 0),
-               what + ": making the framework stream wait");
+    for (cudaStream_t framework : frameworks)
+      check_cuda(cuda_, cuda_.StreamWaitEvent(framework, work->done.get(), 0),
+                 what + ": making the framework stream wait");
     return work;
   }
 
@@ -116,6 +127,25 @@ class NcclBackend : public GpuBackend {
   }
 
   void abort_all(const std::string& reason) override { cache_.abort_all(reason); }
+
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    use_device();
+    void* p = nullptr;
+    if (bytes > 0)
+      check_cuda(cuda_, cuda_.Malloc(&p, bytes),
+                 "cudaMalloc of a " + std::to_string(bytes) + "-byte result");
+    // The deleter holds the table: results may outlive the backend.
+    std::shared_ptr<const CudaApi> api = api_;
+    return std::shared_ptr<void>(p, [api](void* q) {
+      if (q != nullptr) api->Free(q);
+    });
+  }
+
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    check_cuda(cuda_, cuda_.Memcpy(dst, src, bytes, cudaMemcpyDefault),
+               "cudaMemcpy of a " + std::to_string(bytes) + "-byte result");
+  }
 
   int device() const override { return choice_.device; }
 
@@ -152,10 +182,17 @@ class NcclBackend : public GpuBackend {
         comm.broadcast(t.send, t.recv, t.count, req.dtype, req.root, s, deadline);
         return;
       case GpuOpKind::kAllgather:
-        comm.allgather(t.send, t.recv, t.count, req.dtype, s, deadline);
+        if (req.recv_counts.empty())
+          comm.allgather(t.send, t.recv, t.count, req.dtype, s, deadline);
+        else
+          comm.allgatherv(t.send, t.recv, req.recv_counts, req.dtype, s, deadline);
         return;
       case GpuOpKind::kReducescatter:
-        comm.reducescatter(t.send, t.recv, t.count, req.dtype, req.op, s, deadline);
+        if (req.recv_counts.empty())
+          comm.reducescatter(t.send, t.recv, t.count, req.dtype, req.op, s, deadline);
+        else
+          comm.reducescatterv(t.send, t.recv, req.recv_counts, req.dtype, req.op, req.prescale,
+                              req.postscale, s, deadline);
         return;
       case GpuOpKind::kAlltoall:
         comm.alltoallv(t.send, req.send_counts, t.recv, req.recv_counts, req.dtype, s, deadline);
@@ -185,7 +222,8 @@ class NcclBackend : public GpuBackend {
   }
 
   Identity me_;
-  CudaApi cuda_;
+  std::shared_ptr<const CudaApi> api_;  // shared with allocate()'s deleters
+  const CudaApi& cuda_;
   NcclApi nccl_;
   DeviceChoice choice_;
   std::chrono::milliseconds timeout_;
@@ -201,8 +239,7 @@ std::unique_ptr<GpuBackend> GpuBackend::create(const Identity& me, const GpuSett
                                                std::chrono::milliseconds timeout) {
   const GpuStatus status = probe(settings);
   if (!status.available)
-    throw UnsupportedError("GPU tensors cannot be used on rank " + std::to_string(me.rank) + ": " +
-                           status.reason);
+    throw UnsupportedError(status.reason);
   CudaApi cuda = CudaApi::load(settings);
   NcclApi nccl = NcclApi::load(settings);
   DeviceChoice choice =

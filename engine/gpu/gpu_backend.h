@@ -5,9 +5,9 @@
 // file sees no CUDA or NCCL type (streams travel as void*).
 //
 // Stream protocol, per operation, with no host synchronization:
-//   framework stream --record ready--> tandem stream waits on it
+//   each framework stream --record ready--> tandem stream waits on it
 //   tandem stream: fuse (batched copies) -> NCCL -> unfuse -> record done
-//   framework stream waits on done (cudaStreamWaitEvent)
+//   each framework stream waits on done (cudaStreamWaitEvent)
 // so kernels the framework queues after the operation see its result, and
 // the host only polls `done` to complete the handle and enforce the deadline.
 #pragma once
@@ -43,8 +43,13 @@ struct GpuRequest {
   int root = 0;  // broadcast: index of the root among the set's members
   // Allreduce takes many (fused when more than one); the others take one.
   std::vector<GpuTensor> tensors;
-  std::vector<size_t> send_counts, recv_counts;  // alltoall, elements per member
-  void* framework_stream = nullptr;              // cudaStream_t; nullptr = legacy default
+  // Elements per member: alltoall both; allgather and reducescatter
+  // recv_counts (each member's block; may be uneven). Empty for allgather or
+  // reducescatter: even blocks of tensors[0].count.
+  std::vector<size_t> send_counts, recv_counts;
+  // cudaStream_t of the framework, one per distinct stream the tensors came
+  // from (a fused batch may gather several); empty = the legacy default.
+  std::vector<void*> framework_streams;
 };
 
 class GpuWork;  // an operation in flight (opaque; see gpu_backend.cc)
@@ -52,7 +57,9 @@ class GpuWork;  // an operation in flight (opaque; see gpu_backend.cc)
 class GpuBackend {
  public:
   // Loads CUDA and NCCL, selects and sets this rank's device. Throws
-  // UnsupportedError with probe()'s reason when the GPU path cannot run.
+  // UnsupportedError with probe()'s reason (the caller names the rank) when
+  // the GPU path cannot run (always, in a build without the CUDA headers:
+  // gpu_backend_without_headers.cc).
   // timeout: the engine's TANDEM_TIMEOUT, bound of every GPU wait.
   static std::unique_ptr<GpuBackend> create(const Identity& me, const GpuSettings& settings,
                                             std::chrono::milliseconds timeout);
@@ -72,6 +79,14 @@ class GpuBackend {
   // Lost peer (reported by the CPU path): abort every communicator; pending
   // and later operations fail with reason, which should name the rank.
   virtual void abort_all(const std::string& reason) = 0;
+
+  // Device memory on this rank's GPU for engine-allocated results (allgather,
+  // alltoall, reducescatter); freed when the last owner lets go, even after
+  // the backend is gone.
+  virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
+  // Synchronous copy between any two of device/host memory (cudaMemcpyDefault):
+  // engine-allocated results to the caller's tensor. Safe from any thread.
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
 
   virtual int device() const = 0;
   virtual std::string describe() const = 0;  // device, why, library versions

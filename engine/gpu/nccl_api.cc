@@ -36,6 +36,7 @@ NcclApi NcclApi::load(const GpuSettings& settings) {
   bind(lib, api.Broadcast, "ncclBroadcast");
   bind(lib, api.AllGather, "ncclAllGather");
   bind(lib, api.ReduceScatter, "ncclReduceScatter");
+  bind(lib, api.Reduce, "ncclReduce");
   bind(lib, api.Send, "ncclSend");
   bind(lib, api.Recv, "ncclRecv");
   bind(lib, api.GroupStart, "ncclGroupStart");

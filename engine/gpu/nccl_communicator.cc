@@ -1,6 +1,8 @@
 #include "gpu/nccl_communicator.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "common/errors.h"
@@ -231,6 +233,89 @@ void NcclCommunicator::alltoallv(const void* send, const std::vector<size_t>& se
   check_nccl(nccl_, comm_, res, "ncclSend/ncclRecv (alltoall) on " + label_);
   check_nccl(nccl_, comm_, end, "ncclGroupEnd (alltoall) on " + label_);
   settle(deadline, "alltoall");
+}
+
+ncclRedOp_t NcclCommunicator::make_op(const NcclReduction& red, tandem_dtype_t dtype) {
+  if (!red.premul_sum) return red.op;
+  ncclRedOp_t op;
+  const ScalarBits scalar = scalar_bits(red.factor, dtype);
+  check_nccl(nccl_, comm_,
+             nccl_.RedOpCreatePreMulSum(&op, const_cast<void*>(scalar.data()), red.dtype,
+                                        ncclScalarHostImmediate, comm_),
+             "ncclRedOpCreatePreMulSum");
+  return op;
+}
+
+void NcclCommunicator::release_op(const NcclReduction& red, ncclRedOp_t op) {
+  if (red.premul_sum) nccl_.RedOpDestroy(op, comm_);
+}
+
+namespace {
+
+bool all_equal(const std::vector<size_t>& counts) {
+  return std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<size_t>()) ==
+         counts.end();
+}
+
+}  // namespace
+
+void NcclCommunicator::allgatherv(const void* send, void* recv, const std::vector<size_t>& counts,
+                                  tandem_dtype_t dtype, cudaStream_t stream, Deadline deadline) {
+  if (counts.size() != static_cast<size_t>(nranks_))
+    throw InvalidArgument("allgather on " + label_ + ": expected " + std::to_string(nranks_) +
+                          " block sizes, got " + std::to_string(counts.size()));
+  if (all_equal(counts)) {
+    allgather(send, recv, counts.front(), dtype, stream, deadline);
+    return;
+  }
+  check_health(deadline, "allgatherv");
+  const size_t esize = element_bytes(dtype);
+  const ncclDataType_t type = nccl_dtype(dtype);
+  check_nccl(nccl_, comm_, nccl_.GroupStart(), "ncclGroupStart");
+  ncclResult_t res = ncclSuccess;
+  size_t off = 0;
+  for (int root = 0; root < nranks_ && (res == ncclSuccess || res == ncclInProgress); ++root) {
+    if (counts[root] > 0)
+      res = nccl_.Broadcast(send, static_cast<char*>(recv) + off * esize, counts[root], type,
+                            root, comm_, stream);
+    off += counts[root];
+  }
+  const ncclResult_t end = nccl_.GroupEnd();
+  check_nccl(nccl_, comm_, res, "ncclBroadcast (allgatherv) on " + label_);
+  check_nccl(nccl_, comm_, end, "ncclGroupEnd (allgatherv) on " + label_);
+  settle(deadline, "allgatherv");
+}
+
+void NcclCommunicator::reducescatterv(const void* send, void* recv,
+                                      const std::vector<size_t>& counts, tandem_dtype_t dtype,
+                                      tandem_op_t op, double prescale, double postscale,
+                                      cudaStream_t stream, Deadline deadline) {
+  if (counts.size() != static_cast<size_t>(nranks_))
+    throw InvalidArgument("reducescatter on " + label_ + ": expected " + std::to_string(nranks_) +
+                          " block sizes, got " + std::to_string(counts.size()));
+  check_health(deadline, "reducescatter");
+  const NcclReduction red = nccl_reduction(dtype, op, prescale, postscale, nranks_);
+  const ncclRedOp_t nccl_op = make_op(red, dtype);
+  ncclResult_t res = ncclSuccess, end = ncclSuccess;
+  if (all_equal(counts)) {
+    res = nccl_.ReduceScatter(send, recv, counts.front(), red.dtype, nccl_op, comm_, stream);
+  } else {
+    const size_t esize = element_bytes(dtype);
+    res = nccl_.GroupStart();
+    size_t off = 0;
+    for (int root = 0; root < nranks_ && (res == ncclSuccess || res == ncclInProgress); ++root) {
+      // recvbuff is read only on the root: every member passes its own.
+      if (counts[root] > 0)
+        res = nccl_.Reduce(static_cast<const char*>(send) + off * esize, recv, counts[root],
+                           red.dtype, nccl_op, root, comm_, stream);
+      off += counts[root];
+    }
+    end = nccl_.GroupEnd();
+  }
+  release_op(red, nccl_op);
+  check_nccl(nccl_, comm_, res, "ncclReduceScatter/ncclReduce on " + label_);
+  check_nccl(nccl_, comm_, end, "ncclGroupEnd (reducescatter) on " + label_);
+  settle(deadline, "reducescatter");
 }
 
 }  // namespace gpu

@@ -26,6 +26,7 @@
 #include "gpu/communicator_cache.h"
 #include "gpu/cuda_api.h"
 #include "gpu/nccl_api.h"
+#include "gpu/nccl_types.h"
 #include "tandem/tandem.h"
 
 namespace tandem {
@@ -55,6 +56,16 @@ class NcclCommunicator : public DeviceComm {
   // recv_count elements per rank; send holds nranks * recv_count.
   void reducescatter(const void* send, void* recv, size_t recv_count, tandem_dtype_t dtype,
                      tandem_op_t op, cudaStream_t stream, Deadline deadline);
+  // The runtime's uneven forms (first dimensions may differ per member);
+  // counts in elements, member r's block at the sum of counts[0..r). Even
+  // counts take NCCL's own collective; uneven ones a group: allgatherv as
+  // one ncclBroadcast per member into its block, reducescatterv as one
+  // ncclReduce per member rooted at it (no padding, no extra memory).
+  void allgatherv(const void* send, void* recv, const std::vector<size_t>& counts,
+                  tandem_dtype_t dtype, cudaStream_t stream, Deadline deadline);
+  void reducescatterv(const void* send, void* recv, const std::vector<size_t>& counts,
+                      tandem_dtype_t dtype, tandem_op_t op, double prescale, double postscale,
+                      cudaStream_t stream, Deadline deadline);
   // Uneven alltoall as grouped send/recv, counts in elements, packed in
   // member order on both sides.
   void alltoallv(const void* send, const std::vector<size_t>& send_counts, void* recv,
@@ -79,6 +90,10 @@ class NcclCommunicator : public DeviceComm {
   void settle(Deadline deadline, const std::string& what);
   // One poll step shared by settle/test: throws on error, abort or deadline.
   void check_health(Deadline deadline, const std::string& what);
+  // ncclRedOp for a reduction, creating the PreMulSum op when scales ask
+  // for one; release() destroys it once the calls using it are enqueued.
+  ncclRedOp_t make_op(const NcclReduction& red, tandem_dtype_t dtype);
+  void release_op(const NcclReduction& red, ncclRedOp_t op);
   void abort_now();
   void fail(std::exception_ptr err);
 

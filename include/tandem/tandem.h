@@ -199,9 +199,189 @@ TANDEM_API int tandem_gpu_available(const char **reason);
 
 /* ------------------------------------------------ runtime (named tensors) */
 
-/* The negotiated runtime: the background thread, named tensors, fusion,
- * response cache, join, process sets, timeline. Declared in this section by
- * the runtime layer. */
+/* The negotiated runtime: one named background thread per process takes
+ * named operations, agrees with the other ranks on which are ready
+ * everywhere (ranks may enqueue in different orders and at different times),
+ * checks that they match, fuses small ones, runs them and completes their
+ * handles. This is the API the framework bindings (tandem.torch) use. It
+ * starts with tandem_init() and stops with tandem_finalize().
+ *
+ * Designed for ctypes: plain ints, doubles, pointers and one flat struct.
+ *
+ * Lifetime of buffers: input and output pointers given to an enqueue call
+ * must stay valid and untouched until the handle completes (poll returns
+ * anything but TANDEM_ERR_IN_PROGRESS, or wait returns).
+ *
+ * Outputs whose size is only known after negotiation (allgather, alltoall,
+ * reducescatter) are allocated by the engine: once the handle is done, read
+ * the shape with tandem_handle_output_shape() and copy the bytes out with
+ * tandem_handle_copy_output() (or read them in place through
+ * tandem_handle_output_data()); the memory lives until tandem_handle_release().
+ * Allreduce and broadcast write into the caller's output (which may be the
+ * input pointer: in place).
+ *
+ * Names: a name identifies the same tensor on every rank. Enqueuing a name
+ * that is still in flight in the same process set fails at once with
+ * TANDEM_ERR_DUPLICATE_NAME.
+ *
+ * Errors of the operation itself (a mismatch between ranks, a lost peer) are
+ * reported by poll/wait as the result code, with the message available from
+ * tandem_handle_error() (and tandem_last_error() on the calling thread).
+ * A mismatch fails that tensor on every rank; the job goes on. A lost peer
+ * fails every pending handle with the data path's error. */
+
+/* An operation in flight. Positive; 0 is never a valid handle. */
+typedef int64_t tandem_handle_t;
+
+/* The global process set (every rank) has id 0. */
+#define TANDEM_GLOBAL_PROCESS_SET 0
+/* Device field of tandem_tensor_t: host memory. A CUDA device index (>= 0)
+ * marks a GPU tensor: input and output are device pointers on that GPU
+ * (which must be the GPU this rank uses: local rank, or TANDEM_GPU_DEVICE).
+ * GPU tensors are negotiated like host ones (the device must agree across
+ * ranks) and moved by NCCL; where the GPU path is not usable on some rank
+ * (no driver, no GPU, no NCCL, a build without CUDA headers) they fail on
+ * every rank with TANDEM_ERR_UNSUPPORTED naming the ranks and the reason
+ * (see tandem_gpu_available()), and the job goes on. Engine-allocated
+ * results of GPU tensors live in device memory: tandem_handle_output_data()
+ * gives a device pointer and tandem_handle_copy_output() copies with
+ * cudaMemcpy (dst may be device or host memory). */
+#define TANDEM_DEVICE_CPU (-1)
+
+/* The CUDA stream (a cudaStream_t; NULL = the legacy default stream) on
+ * which the GPU tensors this thread enqueues from now on are ordered: the
+ * operation starts after the work already queued on that stream, and work
+ * queued on it after the handle completes sees the result. Per calling
+ * thread; host tensors ignore it. Bindings call it before enqueuing CUDA
+ * tensors, e.g. with torch.cuda.current_stream().cuda_stream. */
+TANDEM_API tandem_result_t tandem_set_device_stream(void *stream);
+
+/* One tensor as the enqueue calls see it. Shapes are row-major, ndim may be
+ * 0 (a scalar: one element). */
+typedef struct {
+  const char *name;      /* NUL-terminated, non-empty */
+  const void *input;     /* may be NULL when the tensor has 0 elements */
+  void *output;          /* allreduce, broadcast: where the result goes
+                            (may equal input). NULL for allgather, alltoall,
+                            reducescatter: the engine allocates. */
+  int32_t dtype;         /* tandem_dtype_t */
+  int32_t device;        /* TANDEM_DEVICE_CPU or a CUDA device index */
+  int32_t ndim;          /* number of entries in shape, 0..32 */
+  const int64_t *shape;  /* ndim sizes, each >= 0 */
+} tandem_tensor_t;
+
+/* output = postscale * op_{ranks}(prescale * input), over the ranks of the
+ * process set that have not joined (joined ranks contribute nothing; AVERAGE
+ * divides by the number of ranks of the set). Scales must be 1.0 for
+ * integer and bool types. */
+TANDEM_API tandem_result_t tandem_enqueue_allreduce(const tandem_tensor_t *tensor, tandem_op_t op,
+                                                    double prescale, double postscale,
+                                                    int process_set, tandem_handle_t *handle);
+/* Several allreduces completed together under one handle: they are
+ * negotiated as a group (none runs before all are ready everywhere) and
+ * fused where they share a dtype. Names must be distinct. */
+TANDEM_API tandem_result_t tandem_enqueue_grouped_allreduce(const tandem_tensor_t *tensors,
+                                                            int count, tandem_op_t op,
+                                                            double prescale, double postscale,
+                                                            int process_set,
+                                                            tandem_handle_t *handle);
+/* root's input is copied into every rank's output; root is a rank of the
+ * global world and must belong to the process set. */
+TANDEM_API tandem_result_t tandem_enqueue_broadcast(const tandem_tensor_t *tensor, int root,
+                                                    int process_set, tandem_handle_t *handle);
+/* Concatenates every rank's tensor along the first dimension, in rank order
+ * of the process set. First dimensions may differ; the other dimensions
+ * must agree. Output: engine allocated, shape [sum of first dims, ...]. */
+TANDEM_API tandem_result_t tandem_enqueue_allgather(const tandem_tensor_t *tensor,
+                                                    int process_set, tandem_handle_t *handle);
+/* Rows [sum(splits[0..r)), +splits[r]) of the first dimension go to the
+ * r-th rank of the process set. splits has nsplits == set size entries
+ * summing to shape[0]; splits == NULL with nsplits == 0 means equal parts
+ * (shape[0] must then divide evenly). Output: engine allocated, the blocks
+ * received from each rank in rank order; the received row counts are read
+ * with tandem_handle_received_splits(). */
+TANDEM_API tandem_result_t tandem_enqueue_alltoall(const tandem_tensor_t *tensor,
+                                                   const int64_t *splits, int nsplits,
+                                                   int process_set, tandem_handle_t *handle);
+/* Reduces the tensor over the ranks and scatters the first dimension: the
+ * r-th rank of the set gets shape[0] / n rows, plus one if r < shape[0] % n.
+ * Output: engine allocated. op and scales as for allreduce. */
+TANDEM_API tandem_result_t tandem_enqueue_reducescatter(const tandem_tensor_t *tensor,
+                                                        tandem_op_t op, double prescale,
+                                                        double postscale, int process_set,
+                                                        tandem_handle_t *handle);
+/* Completes when every rank of the set has reached its barrier. */
+TANDEM_API tandem_result_t tandem_enqueue_barrier(int process_set, tandem_handle_t *handle);
+/* This rank has no more data for this epoch: from now on it contributes
+ * nothing and blocks nobody (it takes part in other ranks' allreduces with
+ * nothing; allgather/broadcast/alltoall/reducescatter enqueued by the other
+ * ranks while someone has joined fail with TANDEM_ERR_UNSUPPORTED, as in
+ * Horovod). Completes when every rank has joined; then
+ * tandem_handle_join_result() gives the last rank to join. Global set only. */
+TANDEM_API tandem_result_t tandem_enqueue_join(int device, tandem_handle_t *handle);
+
+/* TANDEM_ERR_IN_PROGRESS while running; otherwise the operation's result. */
+TANDEM_API tandem_result_t tandem_handle_poll(tandem_handle_t handle);
+/* Blocks until the operation is done or timeout_seconds pass (< 0: no
+ * limit of its own; it still ends, as the engine fails every operation when
+ * a peer is lost or times out). Returns the operation's result, or
+ * TANDEM_ERR_IN_PROGRESS when this wait's own timeout passed first. */
+TANDEM_API tandem_result_t tandem_handle_wait(tandem_handle_t handle, double timeout_seconds);
+/* Called once when the operation is done, with its result, on the engine's
+ * background thread (or at once on the calling thread when it is already
+ * done). It must not block on other handles. One callback per handle. */
+typedef void (*tandem_callback_t)(tandem_handle_t handle, int result, void *user_data);
+TANDEM_API tandem_result_t tandem_handle_set_callback(tandem_handle_t handle,
+                                                      tandem_callback_t callback,
+                                                      void *user_data);
+/* The message of a failed operation ("" when it succeeded or is running).
+ * Valid until the handle is released. */
+TANDEM_API const char *tandem_handle_error(tandem_handle_t handle);
+/* Engine-allocated output of tensor `index` of a done handle (0 except for
+ * grouped calls): its ndim and shape (shape has room for max_ndim entries),
+ * a pointer to its bytes and its byte count, or a copy into dst (bytes must
+ * equal the output's byte count). */
+TANDEM_API tandem_result_t tandem_handle_output_shape(tandem_handle_t handle, int index,
+                                                      int64_t *shape, int max_ndim, int *ndim);
+TANDEM_API tandem_result_t tandem_handle_output_data(tandem_handle_t handle, int index,
+                                                     const void **data, size_t *bytes);
+TANDEM_API tandem_result_t tandem_handle_copy_output(tandem_handle_t handle, int index,
+                                                     void *dst, size_t bytes);
+/* Alltoall: the row counts received from each rank of the set (nsplits must
+ * be the set size). */
+TANDEM_API tandem_result_t tandem_handle_received_splits(tandem_handle_t handle, int64_t *splits,
+                                                         int nsplits);
+/* Join: the global rank of the last rank to join. */
+TANDEM_API tandem_result_t tandem_handle_join_result(tandem_handle_t handle, int *last_rank);
+/* Forgets a handle and frees its engine-allocated outputs. Releasing a
+ * running handle is allowed (its result is dropped when it completes) but
+ * its buffers must still stay valid until then. */
+TANDEM_API void tandem_handle_release(tandem_handle_t handle);
+
+/* Process sets: subsets of the world, each with its own negotiation and
+ * response cache, running concurrently with the global set. Adding and
+ * removing are collective over every rank of the world, called in the same
+ * order everywhere (as in Horovod). ranks: distinct global ranks, sorted or
+ * not (the set orders them). An identical set already registered returns its
+ * id. Removing fails operations still pending in that set. */
+TANDEM_API tandem_result_t tandem_add_process_set(const int *ranks, int nranks, int *id);
+TANDEM_API tandem_result_t tandem_remove_process_set(int id);
+/* This rank's index in the set (-1 when not a member), its size, and its
+ * global ranks (ranks has room for max entries; *n gets the size). */
+TANDEM_API tandem_result_t tandem_process_set_rank(int id, int *rank);
+TANDEM_API tandem_result_t tandem_process_set_size(int id, int *size);
+TANDEM_API tandem_result_t tandem_process_set_ranks(int id, int *ranks, int max, int *n);
+
+/* Timeline (Chrome trace JSON, written by rank 0; open in chrome://tracing or
+ * Perfetto). Called on every rank. Also started at init by TANDEM_TIMELINE
+ * or HOROVOD_TIMELINE. mark_cycles adds an instant event per cycle. */
+TANDEM_API tandem_result_t tandem_start_timeline(const char *path, int mark_cycles);
+TANDEM_API tandem_result_t tandem_stop_timeline(void);
+
+/* Runtime counters, for tests and diagnostics: counter `index` (0, 1, ...)
+ * gives its stable name ("cycles", "cache_hits", "fused_batches", ...; see
+ * docs/runtime.md) and value; TANDEM_ERR_INVALID_ARGUMENT past the last. */
+TANDEM_API tandem_result_t tandem_runtime_counter(int index, const char **name, uint64_t *value);
 
 #ifdef __cplusplus
 }

@@ -120,7 +120,8 @@ def test_verbose_prints_one_line_per_task(cluster):
     assert r.returncode == 0, r.stderr
     lines = sorted(l for l in r.stderr.splitlines() if l.startswith("tandem: rank"))
     pattern = (r"tandem: rank (\d)/4 node (node\d) local_rank (\d)/2 cross_rank (\d)/2 "
-               r"gpus 0,1 cpus \S+ nic eth0 binding: off \(planner not integrated\)")
+               r"gpus 0,1 cpus \S+ nic eth0 binding: gpu=none\[none\] cpus=\S+\[planner\] numa=0 "
+               r"nic=\S+ \(the topology shows no NVIDIA GPU: GPU binding skipped\)")
     parsed = [re.fullmatch(pattern, l) for l in lines]
     assert all(parsed), r.stderr
     assert [m.groups() for m in parsed] == [

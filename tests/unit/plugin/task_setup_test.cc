@@ -58,10 +58,12 @@ TEST(TaskSetup, VerboseLineNamesEverything) {
   MapTaskEnv env;
   env.vars["CUDA_VISIBLE_DEVICES"] = "0,1";
   env.vars["TANDEM_TCP_IFNAME"] = "eth0";
-  const auto binding = bind_task(config(), identity(), env);
+  Config c = config();
+  c.binding = "none";  // the planner itself is tested in tests/unit/planner
+  const auto binding = bind_task(c, identity(), env);
   EXPECT_EQ(describe_task(identity(), env, "0-3", binding.summary),
             "tandem: rank 3/6 node node2 local_rank 1/2 cross_rank 1/3 gpus 0,1 cpus 0-3 "
-            "nic eth0 binding: off (planner not integrated)");
+            "nic eth0 binding: none (binding=none in plugstack.conf)");
 }
 
 }  // namespace

@@ -1,0 +1,148 @@
+#include "runtime/cycle_message.h"
+
+#include <cstring>
+#include <string>
+
+#include "common/errors.h"
+
+namespace tandem::runtime {
+namespace {
+
+// Both ends run the same build on the same architecture (one job), so plain
+// host-order fields are enough; the reader still checks every length so that
+// a corrupt message is an error, never an out-of-bounds read.
+class Writer {
+ public:
+  template <typename T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    out_.insert(out_.end(), p, p + sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<uint32_t>(static_cast<uint32_t>(s.size()));
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  void put_ints(const std::vector<int64_t>& v) {
+    put<uint32_t>(static_cast<uint32_t>(v.size()));
+    for (int64_t x : v) put(x);
+  }
+  void put_words(const std::vector<uint64_t>& v) {
+    put<uint32_t>(static_cast<uint32_t>(v.size()));
+    for (uint64_t x : v) put(x);
+  }
+  Bytes take() { return std::move(out_); }
+
+ private:
+  Bytes out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const Bytes& in) : in_(in) {}
+  template <typename T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, in_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string get_string() {
+    auto n = get<uint32_t>();
+    need(n);
+    std::string s(reinterpret_cast<const char*>(in_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  std::vector<int64_t> get_ints() {
+    auto n = get<uint32_t>();
+    need(static_cast<size_t>(n) * 8);
+    std::vector<int64_t> v(n);
+    for (auto& x : v) x = get<int64_t>();
+    return v;
+  }
+  std::vector<uint64_t> get_words() {
+    auto n = get<uint32_t>();
+    need(static_cast<size_t>(n) * 8);
+    std::vector<uint64_t> v(n);
+    for (auto& x : v) x = get<uint64_t>();
+    return v;
+  }
+  bool at_end() const { return pos_ == in_.size(); }
+
+ private:
+  void need(size_t n) const {
+    if (in_.size() - pos_ < n)
+      throw Error("runtime: truncated cycle message from a peer (" + std::to_string(in_.size()) +
+                  " bytes); peers must run the same tandem version");
+  }
+  const Bytes& in_;
+  size_t pos_ = 0;
+};
+
+constexpr uint32_t kMagic = 0x544e4331;  // "TNC1": catches version skew
+
+}  // namespace
+
+Bytes CycleMessage::serialize() const {
+  Writer w;
+  w.put(kMagic);
+  w.put<uint8_t>(static_cast<uint8_t>((joined ? 1 : 0) | (shutdown ? 2 : 0)));
+  w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
+  for (const Request& r : requests) {
+    w.put_string(r.name);
+    w.put<uint8_t>(static_cast<uint8_t>(r.type));
+    w.put(r.dtype);
+    w.put(r.device);
+    w.put(r.op);
+    w.put(r.root);
+    w.put(r.prescale);
+    w.put(r.postscale);
+    w.put_ints(r.shape);
+    w.put_ints(r.splits);
+  }
+  w.put_words(cache_bits);
+  w.put_words(invalid_bits);
+  return w.take();
+}
+
+CycleMessage CycleMessage::parse(const Bytes& bytes) {
+  Reader r(bytes);
+  if (r.get<uint32_t>() != kMagic)
+    throw Error("runtime: a peer sent a cycle message of another format; every rank must run "
+                "the same tandem version");
+  CycleMessage m;
+  auto flags = r.get<uint8_t>();
+  m.joined = flags & 1;
+  m.shutdown = flags & 2;
+  auto n = r.get<uint32_t>();
+  for (uint32_t i = 0; i < n; ++i) {
+    Request q;
+    q.name = r.get_string();
+    q.type = static_cast<OpType>(r.get<uint8_t>());
+    q.dtype = r.get<int32_t>();
+    q.device = r.get<int32_t>();
+    q.op = r.get<int32_t>();
+    q.root = r.get<int32_t>();
+    q.prescale = r.get<double>();
+    q.postscale = r.get<double>();
+    q.shape = r.get_ints();
+    q.splits = r.get_ints();
+    m.requests.push_back(std::move(q));
+  }
+  m.cache_bits = r.get_words();
+  m.invalid_bits = r.get_words();
+  if (!r.at_end()) throw Error("runtime: trailing bytes in a peer's cycle message");
+  return m;
+}
+
+void set_bit(std::vector<uint64_t>& bits, size_t index) {
+  if (bits.size() <= index / 64) bits.resize(index / 64 + 1, 0);
+  bits[index / 64] |= uint64_t{1} << (index % 64);
+}
+
+bool test_bit(const std::vector<uint64_t>& bits, size_t index) {
+  return index / 64 < bits.size() && (bits[index / 64] >> (index % 64)) & 1;
+}
+
+}  // namespace tandem::runtime

@@ -1,0 +1,36 @@
+// What one rank tells the other ranks of a process set in one cycle: the
+// requests it announces for the first time, one bit per response-cache entry
+// it has ready (combined with AND across ranks), one bit per cache entry it
+// found stale (combined with OR), and its join and shutdown state.
+//
+// Every rank receives every rank's message (an allgather over the control
+// plane) and runs the same deterministic decision on the same data, so all
+// ranks agree on what runs and in which order without a second round trip
+// from a coordinator.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "runtime/request.h"
+
+namespace tandem::runtime {
+
+struct CycleMessage {
+  bool joined = false;    // this rank has called join and waits for the rest
+  bool shutdown = false;  // this rank is shutting down
+  std::vector<Request> requests;
+  std::vector<uint64_t> cache_bits;    // ready cached entries, by bit position
+  std::vector<uint64_t> invalid_bits;  // cache entries this rank found stale
+
+  Bytes serialize() const;
+  // Throws tandem::Error on a truncated or malformed message.
+  static CycleMessage parse(const Bytes& bytes);
+};
+
+// Bit-vector helpers: vectors grow on demand, missing words are zero.
+void set_bit(std::vector<uint64_t>& bits, size_t index);
+bool test_bit(const std::vector<uint64_t>& bits, size_t index);
+
+}  // namespace tandem::runtime

@@ -1,0 +1,65 @@
+// What the runtime needs from the layers below, for the ranks of one process
+// set: a control-plane exchange for negotiation, memory the collectives can
+// read in place (the fusion buffer), and the collectives on raw buffers.
+// The runtime depends only on this interface; the engine adapts its
+// Communicator to it (communicator_data_path.*), the unit tests adapt the
+// in-memory bootstrap.
+//
+// Every call is collective over the set's members, in the same order on all
+// of them, from the runtime's one background thread. Errors are thrown as
+// tandem exceptions (PeerLostError, TimeoutError, AbortedError, ...); the
+// runtime fails every pending handle with them.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "tandem/tandem.h"
+
+namespace tandem::runtime {
+
+class DataPath {
+ public:
+  virtual ~DataPath() = default;
+  // This process's index in the set and the set's size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Every member contributes one blob and gets all of them, by set rank.
+  virtual std::vector<Bytes> exchange(const Bytes& mine) = 0;
+
+  // A buffer of at least `bytes` that the collectives below reduce without
+  // staging copies (for CPU tensors: the node's shared segment). Valid until
+  // the next call or destruction; the content need not survive a regrow.
+  virtual void* fusion_buffer(size_t bytes) = 0;
+
+  // In place on buf: buf = postscale * op(prescale * buf over members).
+  virtual void allreduce(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                         double prescale, double postscale) = 0;
+  // root is a set rank.
+  virtual void broadcast(void* buf, size_t bytes, int root) = 0;
+  // recv holds sum(recv_bytes), member r's block at offset sum(recv_bytes[0..r)).
+  virtual void allgatherv(const void* send, size_t send_bytes, void* recv,
+                          const std::vector<size_t>& recv_bytes) = 0;
+  // send_bytes[r] go to member r, recv_bytes[r] come from it, packed in order.
+  virtual void alltoallv(const void* send, const std::vector<size_t>& send_bytes, void* recv,
+                         const std::vector<size_t>& recv_bytes) = 0;
+  // Reduces sum(recv_counts) elements; member r gets block r (element counts).
+  virtual void reducescatter(const void* send, void* recv, const std::vector<size_t>& recv_counts,
+                             tandem_dtype_t dtype, tandem_op_t op, double prescale,
+                             double postscale) = 0;
+};
+
+// Makes the data path of a process set. Called on every rank of the world
+// with the same sorted global ranks, in the same order (collective); returns
+// nullptr on ranks that are not members.
+class DataPathFactory {
+ public:
+  virtual ~DataPathFactory() = default;
+  virtual std::unique_ptr<DataPath> create(const std::vector<int>& global_ranks) = 0;
+};
+
+}  // namespace tandem::runtime

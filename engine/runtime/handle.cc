@@ -1,0 +1,124 @@
+#include "runtime/handle.h"
+
+namespace tandem::runtime {
+
+HandleState::HandleState(tandem_handle_t id, int tensors)
+    : id_(id), remaining_(tensors), outputs_(static_cast<size_t>(tensors)) {
+  if (tensors == 0) done_ = true;
+}
+
+void HandleState::complete_one(int index, tandem_result_t result, const std::string& error,
+                               TensorOutput output) {
+  tandem_callback_t cb = nullptr;
+  void* user = nullptr;
+  tandem_result_t final_result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_ || remaining_ <= 0) return;
+    if (result != TANDEM_SUCCESS && result_ == TANDEM_SUCCESS) {
+      result_ = result;
+      error_ = error;
+    }
+    if (index >= 0 && static_cast<size_t>(index) < outputs_.size())
+      outputs_[index] = std::move(output);
+    if (--remaining_ > 0) return;
+    done_ = true;
+    final_result = result_;
+    cb = callback_;
+    user = user_;
+    callback_ = nullptr;
+  }
+  cv_.notify_all();
+  if (cb) cb(id_, final_result, user);
+}
+
+void HandleState::set_received_splits(std::vector<int64_t> splits) {
+  std::lock_guard<std::mutex> lock(mu_);
+  received_splits_ = std::move(splits);
+}
+
+void HandleState::set_int_result(int value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int_result_ = value;
+}
+
+int HandleState::int_result() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return int_result_;
+}
+
+bool HandleState::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+tandem_result_t HandleState::result() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ ? result_ : TANDEM_ERR_IN_PROGRESS;
+}
+
+std::string HandleState::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ ? error_ : std::string();
+}
+
+const char* HandleState::error_cstr() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // error_ is written once, before done_; after that the pointer is stable.
+  return done_ ? error_.c_str() : "";
+}
+
+bool HandleState::wait_until(std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return done_; });
+}
+
+void HandleState::wait() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+}
+
+void HandleState::set_callback(tandem_callback_t cb, void* user) {
+  tandem_result_t r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_) {
+      callback_ = cb;
+      user_ = user;
+      return;
+    }
+    r = result_;
+  }
+  cb(id_, r, user);
+}
+
+const TensorOutput* HandleState::output(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!done_ || index < 0 || static_cast<size_t>(index) >= outputs_.size()) return nullptr;
+  return &outputs_[index];
+}
+
+std::shared_ptr<HandleState> HandleTable::create(int tensors) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto h = std::make_shared<HandleState>(next_++, tensors);
+  handles_[h->id()] = h;
+  return h;
+}
+
+std::shared_ptr<HandleState> HandleTable::find(tandem_handle_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = handles_.find(id);
+  return it == handles_.end() ? nullptr : it->second;
+}
+
+void HandleTable::release(tandem_handle_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  handles_.erase(id);
+}
+
+size_t HandleTable::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return handles_.size();
+}
+
+}  // namespace tandem::runtime

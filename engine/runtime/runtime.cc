@@ -1,0 +1,658 @@
+#include "runtime/runtime.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "common/errors.h"
+#include "runtime/executor.h"
+#include "runtime/fusion_plan.h"
+
+namespace tandem::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename D>
+Clock::duration ms(D v) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(v));
+}
+
+tandem_result_t code_of(const std::exception& e) {
+  if (dynamic_cast<const PeerLostError*>(&e)) return TANDEM_ERR_PEER_LOST;
+  if (dynamic_cast<const TimeoutError*>(&e)) return TANDEM_ERR_TIMEOUT;
+  if (dynamic_cast<const AbortedError*>(&e)) return TANDEM_ERR_ABORTED;
+  if (dynamic_cast<const MismatchError*>(&e)) return TANDEM_ERR_MISMATCH;
+  if (dynamic_cast<const SystemError*>(&e)) return TANDEM_ERR_SYSTEM;
+  if (dynamic_cast<const InvalidArgument*>(&e)) return TANDEM_ERR_INVALID_ARGUMENT;
+  if (dynamic_cast<const UnsupportedError*>(&e)) return TANDEM_ERR_UNSUPPORTED;
+  return TANDEM_ERR_INTERNAL;
+}
+
+}  // namespace
+
+Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
+                 Log::Sink log_sink, std::unique_ptr<DevicePath> device)
+    : rank_(rank),
+      size_(size),
+      settings_(std::move(settings)),
+      log_(rank, settings_.log_level, std::move(log_sink)),
+      factory_(std::move(factory)),
+      device_(std::move(device)) {
+  std::vector<int> all(static_cast<size_t>(size_));
+  std::iota(all.begin(), all.end(), 0);
+  auto dp = factory_->create(all);
+  if (!dp) throw Error("runtime: the data path gave no communicator for the world");
+  sets_.push_back(std::make_shared<ProcessSet>(0, all, std::move(dp), settings_.cache_capacity));
+  if (rank_ == 0 && !settings_.timeline_path.empty())
+    timeline_.start(settings_.timeline_path, settings_.timeline_mark_cycles);
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Runtime::stop() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  stop_ = true;
+  wake();
+  if (thread_.joinable()) thread_.join();
+  fail_all(TANDEM_ERR_ABORTED, "the tandem runtime was shut down (tandem_finalize)");
+  timeline_.stop();
+}
+
+Runtime::~Runtime() { stop(); }
+
+void Runtime::wake() {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    if (!work_) first_work_ = Clock::now();
+    work_ = true;
+  }
+  work_cv_.notify_one();
+}
+
+void Runtime::throw_if_broken() const {
+  std::lock_guard<std::mutex> lock(broken_mu_);
+  switch (broken_code_) {
+    case TANDEM_SUCCESS: return;
+    case TANDEM_ERR_PEER_LOST: throw PeerLostError(broken_message_);
+    case TANDEM_ERR_TIMEOUT: throw TimeoutError(broken_message_);
+    default: throw AbortedError(broken_message_);
+  }
+}
+
+// ------------------------------------------------------------------ enqueue
+
+std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tensors,
+                                              const OpArgs& args) {
+  auto set = find_set(args.process_set);
+  if (!set) throw InvalidArgument("process set " + std::to_string(args.process_set) +
+                                  " does not exist (add it with tandem_add_process_set)");
+  if (!set->member())
+    throw InvalidArgument("rank " + std::to_string(rank_) + " is not a member of process set " +
+                          std::to_string(args.process_set));
+  if (tensors.empty()) throw InvalidArgument("enqueue: no tensors given");
+  const int set_size = static_cast<int>(set->global_ranks().size());
+  std::vector<Request> requests;
+  for (const TensorArg& t : tensors) {
+    Request q;
+    q.name = t.name;
+    q.type = args.type;
+    q.dtype = t.dtype;
+    q.device = t.device;
+    q.shape = t.shape;
+    const std::string what = std::string(op_type_name(args.type)) + " '" + t.name + "'";
+    if (t.name.empty()) throw InvalidArgument(std::string(op_type_name(args.type)) +
+                                              ": the tensor name is empty; give every tensor a "
+                                              "name that is the same on every rank");
+    if (dtype_bytes(t.dtype) == 0)
+      throw InvalidArgument(what + ": unknown dtype " + std::to_string(t.dtype));
+    // GPU tensors are negotiated like host ones and run on the device path
+    // (device_path.h), which also reports an unusable GPU path on every rank.
+    if (t.device < TANDEM_DEVICE_CPU)
+      throw InvalidArgument(what + ": device " + std::to_string(t.device) +
+                            " is neither TANDEM_DEVICE_CPU (-1) nor a CUDA device index (>= 0)");
+    for (int64_t d : t.shape)
+      if (d < 0) throw InvalidArgument(what + ": negative dimension in shape " +
+                                       shape_string(t.shape));
+    if (q.elements() > 0 && !t.input)
+      throw InvalidArgument(what + ": input is NULL but the shape " + shape_string(t.shape) +
+                            " has elements");
+    bool needs_output = args.type == OpType::kAllreduce || args.type == OpType::kBroadcast;
+    if (needs_output && q.elements() > 0 && !t.output)
+      throw InvalidArgument(what + ": output is NULL; pass the buffer for the result (it may "
+                            "be the input)");
+    if (args.type == OpType::kAllreduce || args.type == OpType::kReducescatter) {
+      if (args.op < 0 || args.op >= TANDEM_OP_COUNT_)
+        throw InvalidArgument(what + ": unknown reduce op " + std::to_string(args.op));
+      bool floating = t.dtype == TANDEM_FLOAT16 || t.dtype == TANDEM_BFLOAT16 ||
+                      t.dtype == TANDEM_FLOAT32 || t.dtype == TANDEM_FLOAT64;
+      if (!floating && (args.prescale != 1.0 || args.postscale != 1.0))
+        throw InvalidArgument(what + ": prescale/postscale must be 1.0 for " +
+                              dtype_name(t.dtype) + " tensors (scaling applies to floating "
+                              "types only)");
+      q.op = args.op;
+      q.prescale = args.prescale;
+      q.postscale = args.postscale;
+    }
+    if (args.type == OpType::kBroadcast) {
+      if (set->set_rank_of(args.root) < 0)
+        throw InvalidArgument(what + ": root " + std::to_string(args.root) +
+                              " is not a rank of process set " + std::to_string(set->id()));
+      q.root = args.root;
+    }
+    if ((args.type == OpType::kAllgather || args.type == OpType::kAlltoall ||
+         args.type == OpType::kReducescatter) && t.shape.empty())
+      throw InvalidArgument(what + ": needs at least one dimension (it works on the first)");
+    if (args.type == OpType::kAlltoall) {
+      if (args.splits.empty()) {
+        if (t.shape[0] % set_size != 0)
+          throw InvalidArgument(what + ": first dimension " + std::to_string(t.shape[0]) +
+                                " does not divide into " + std::to_string(set_size) +
+                                " equal parts; pass splits");
+        q.splits.assign(static_cast<size_t>(set_size), t.shape[0] / set_size);
+      } else {
+        if (static_cast<int>(args.splits.size()) != set_size)
+          throw InvalidArgument(what + ": " + std::to_string(args.splits.size()) +
+                                " splits given, the process set has " +
+                                std::to_string(set_size) + " ranks");
+        int64_t sum = 0;
+        for (int64_t s : args.splits) {
+          if (s < 0) throw InvalidArgument(what + ": negative split " + shape_string(args.splits));
+          sum += s;
+        }
+        if (sum != t.shape[0])
+          throw InvalidArgument(what + ": splits " + shape_string(args.splits) + " sum to " +
+                                std::to_string(sum) + ", the first dimension is " +
+                                std::to_string(t.shape[0]));
+        q.splits = args.splits;
+      }
+    }
+    requests.push_back(std::move(q));
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    if (join_handle_ && args.process_set == TANDEM_GLOBAL_PROCESS_SET)
+      throw InvalidArgument(requests.front().name + ": this rank has called join; enqueue "
+                            "nothing more until the join completes");
+  }
+  std::shared_ptr<HandleState> handle;
+  {
+    std::lock_guard<std::mutex> lock(set->mu);
+    throw_if_broken();
+    std::set<std::string> names;
+    for (const Request& q : requests) {
+      if (set->pending.count(q.name) || !names.insert(q.name).second)
+        throw DuplicateNameError(std::string(op_type_name(q.type)) + " '" + q.name +
+                                 "': a tensor of this name is still in flight in process set " +
+                                 std::to_string(set->id()) +
+                                 "; wait for it to complete or use another name");
+    }
+    handle = handles_.create(static_cast<int>(requests.size()));
+    for (size_t i = 0; i < requests.size(); ++i) {
+      TensorEntry e;
+      e.request = requests[i];
+      e.input = tensors[i].input;
+      e.output = tensors[i].output;
+      e.stream = tensors[i].stream;
+      e.handle = handle;
+      e.index = static_cast<int>(i);
+      set->fresh.push_back(e.request.name);
+      set->pending.emplace(e.request.name, std::move(e));
+    }
+  }
+  wake();
+  return handle;
+}
+
+std::shared_ptr<HandleState> Runtime::join() {
+  std::shared_ptr<HandleState> h;
+  {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    throw_if_broken();
+    if (join_handle_) throw InvalidArgument("join: this rank is already joining");
+    join_handle_ = h = handles_.create(1);
+  }
+  wake();
+  return h;
+}
+
+int Runtime::wait_internal(const std::shared_ptr<HandleState>& h) {
+  h->wait();
+  int result = h->int_result();
+  tandem_result_t code = h->result();
+  std::string error = h->error();
+  handles_.release(h->id());
+  switch (code) {
+    case TANDEM_SUCCESS: return result;
+    case TANDEM_ERR_MISMATCH: throw MismatchError(error);
+    case TANDEM_ERR_PEER_LOST: throw PeerLostError(error);
+    case TANDEM_ERR_TIMEOUT: throw TimeoutError(error);
+    case TANDEM_ERR_INVALID_ARGUMENT: throw InvalidArgument(error);
+    default: throw AbortedError(error);
+  }
+}
+
+int Runtime::add_process_set(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.empty()) throw InvalidArgument("add_process_set: no ranks given");
+  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end())
+    throw InvalidArgument("add_process_set: rank " +
+                          std::to_string(*std::adjacent_find(ranks.begin(), ranks.end())) +
+                          " is listed twice");
+  if (ranks.front() < 0 || ranks.back() >= size_)
+    throw InvalidArgument("add_process_set: ranks must lie in 0.." + std::to_string(size_ - 1));
+  TensorArg t;
+  t.name = "tandem:process_set_op#" + std::to_string(internal_seq_++);
+  OpArgs a;
+  a.type = OpType::kAddProcessSet;
+  auto set = find_set(0);
+  std::shared_ptr<HandleState> h;
+  {
+    std::lock_guard<std::mutex> lock(set->mu);
+    throw_if_broken();
+    h = handles_.create(1);
+    TensorEntry e;
+    e.request.name = t.name;
+    e.request.type = OpType::kAddProcessSet;
+    e.request.shape.assign(ranks.begin(), ranks.end());
+    e.handle = h;
+    set->fresh.push_back(t.name);
+    set->pending.emplace(t.name, std::move(e));
+  }
+  wake();
+  return wait_internal(h);
+}
+
+void Runtime::remove_process_set(int id) {
+  if (id == TANDEM_GLOBAL_PROCESS_SET)
+    throw InvalidArgument("remove_process_set: the global process set (0) cannot be removed");
+  if (!find_set(id)) throw InvalidArgument("remove_process_set: process set " +
+                                           std::to_string(id) + " does not exist");
+  auto set = find_set(0);
+  std::shared_ptr<HandleState> h;
+  {
+    std::lock_guard<std::mutex> lock(set->mu);
+    throw_if_broken();
+    h = handles_.create(1);
+    TensorEntry e;
+    e.request.name = "tandem:process_set_op#" + std::to_string(internal_seq_++);
+    e.request.type = OpType::kRemoveProcessSet;
+    e.request.root = id;
+    e.handle = h;
+    set->fresh.push_back(e.request.name);
+    set->pending.emplace(e.request.name, std::move(e));
+  }
+  wake();
+  wait_internal(h);
+}
+
+std::vector<int> Runtime::process_set_ranks(int id) const {
+  auto set = find_set(id);
+  if (!set) throw InvalidArgument("process set " + std::to_string(id) + " does not exist");
+  return set->global_ranks();
+}
+
+std::shared_ptr<ProcessSet> Runtime::find_set(int id) const {
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  for (const auto& s : sets_)
+    if (s->id() == id) return s;
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<ProcessSet>> Runtime::sets_snapshot() const {
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  return sets_;
+}
+
+// ------------------------------------------------------------------ the loop
+
+void Runtime::loop() {
+  pthread_setname_np(pthread_self(), "tandem-runtime");
+  try {
+    while (cycle_all()) {
+    }
+  } catch (const std::exception& e) {
+    log_(LogLevel::kError, e.what());
+    fail_all(code_of(e), e.what());
+  }
+}
+
+void Runtime::wait_for_work() {
+  std::unique_lock<std::mutex> lock(work_mu_);
+  work_cv_.wait_for(lock, ms(settings_.idle_wait_ms), [&] { return work_ || stop_; });
+  if (work_ && !stop_ && settings_.cycle_time_ms > 0) {
+    // The batching window: tensors enqueued back to back share this cycle.
+    auto until = first_work_ + ms(settings_.cycle_time_ms);
+    work_cv_.wait_until(lock, until, [&] { return stop_.load(); });
+  }
+  work_ = false;
+}
+
+bool Runtime::cycle_all() {
+  wait_for_work();
+  counters_.add(Counter::kCycles);
+  timeline_.mark_cycle();
+  bool shutdown_seen = false;
+  for (const auto& set : sets_snapshot()) {
+    if (!set->member()) continue;
+    cycle(*set, &shutdown_seen);
+    if (shutdown_seen) return false;
+  }
+  check_stalls();
+  return true;
+}
+
+bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
+  CycleMessage mine = announce(set);
+  std::vector<Bytes> blobs = set.data_path().exchange(mine.serialize());
+  std::vector<CycleMessage> messages;
+  messages.reserve(blobs.size());
+  for (const Bytes& b : blobs) messages.push_back(CycleMessage::parse(b));
+
+  std::vector<int> stopping;
+  for (size_t r = 0; r < messages.size(); ++r)
+    if (messages[r].shutdown) stopping.push_back(set.global_ranks()[r]);
+  if (!stopping.empty()) {
+    *shutdown_seen = true;
+    std::ostringstream why;
+    if (!fatal_.empty()) {
+      fail_all(TANDEM_ERR_TIMEOUT, fatal_);
+      return false;
+    }
+    why << "the tandem runtime stopped: rank(s) ";
+    for (size_t i = 0; i < stopping.size(); ++i) why << (i ? "," : "") << stopping[i];
+    why << " shut down (tandem_finalize, or a stall past TANDEM_STALL_SHUTDOWN_TIME_SECONDS; "
+           "see rank 0's log)";
+    fail_all(TANDEM_ERR_ABORTED, why.str());
+    return false;
+  }
+  std::vector<Response> responses = set.coordinator().decide(messages, Clock::now());
+  execute(set, responses);
+  reannounce_evicted(set);
+  return true;
+}
+
+CycleMessage Runtime::announce(ProcessSet& set) {
+  CycleMessage m;
+  if (set.id() == TANDEM_GLOBAL_PROCESS_SET) {
+    m.shutdown = stop_ || !fatal_.empty();
+    std::lock_guard<std::mutex> lock(join_mu_);
+    m.joined = join_handle_ != nullptr;
+  }
+  const int me = set.set_rank_of(rank_);
+  ResponseCache& cache = set.coordinator().cache();
+  std::lock_guard<std::mutex> lock(set.mu);
+  for (const std::string& name : set.fresh) {
+    auto it = set.pending.find(name);
+    if (it == set.pending.end()) continue;
+    TensorEntry& e = it->second;
+    timeline_.begin(name, "NEGOTIATE");
+    ResponseCache::Lookup l = cache.lookup(e.request, me);
+    if (l.state == ResponseCache::State::kHit) {
+      e.announced = TensorEntry::Announced::kByBit;
+      e.bit = l.bit;
+      counters_.add(Counter::kCacheHits);
+      continue;
+    }
+    if (l.state == ResponseCache::State::kStale) {
+      set_bit(m.invalid_bits, l.bit);
+      counters_.add(Counter::kCacheInvalidations);
+    }
+    e.announced = TensorEntry::Announced::kInFull;
+    m.requests.push_back(e.request);
+    counters_.add(Counter::kRequestsSent);
+  }
+  set.fresh.clear();
+  for (const auto& [name, e] : set.pending)
+    if (e.announced == TensorEntry::Announced::kByBit) set_bit(m.cache_bits, e.bit);
+  return m;
+}
+
+void Runtime::reannounce_evicted(ProcessSet& set) {
+  const int me = set.set_rank_of(rank_);
+  ResponseCache& cache = set.coordinator().cache();
+  std::lock_guard<std::mutex> lock(set.mu);
+  for (auto& [name, e] : set.pending) {
+    if (e.announced != TensorEntry::Announced::kByBit) continue;
+    ResponseCache::Lookup l = cache.lookup(e.request, me);
+    if (l.state == ResponseCache::State::kHit && l.bit == e.bit) continue;
+    // The entry was dropped (a peer invalidated it, or it was evicted):
+    // negotiate this tensor in full from the next cycle on.
+    e.announced = TensorEntry::Announced::kNo;
+    set.fresh.push_back(name);
+  }
+}
+
+void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
+  if (responses.empty()) return;
+  counters_.add(Counter::kResponses, responses.size());
+  const int me = set.set_rank_of(rank_);
+  // This rank's entries, found once; the map's nodes stay put while API
+  // threads add other names, and are removed only here.
+  std::vector<TensorEntry*> entries(responses.size(), nullptr);
+  {
+    std::lock_guard<std::mutex> lock(set.mu);
+    for (size_t i = 0; i < responses.size(); ++i) {
+      if (responses[i].kind != Response::Kind::kTensor) continue;
+      auto it = set.pending.find(responses[i].name);
+      if (it != set.pending.end()) entries[i] = &it->second;
+    }
+  }
+  auto finish = [&](size_t i, tandem_result_t code, const std::string& error,
+                    TensorOutput out = {}, std::vector<int64_t> splits = {}, int value = -1) {
+    if (!entries[i]) return;
+    std::shared_ptr<HandleState> h = entries[i]->handle;
+    int index = entries[i]->index;
+    {
+      std::lock_guard<std::mutex> lock(set.mu);
+      set.pending.erase(responses[i].name);
+    }
+    entries[i] = nullptr;
+    if (!splits.empty()) h->set_received_splits(std::move(splits));
+    if (value >= 0) h->set_int_result(value);
+    h->complete_one(index, code, error, std::move(out));
+  };
+  for (size_t i = 0; i < responses.size(); ++i) {
+    if (!entries[i]) continue;
+    timeline_.end(responses[i].name);  // NEGOTIATE
+    if (responses[i].error.empty()) timeline_.begin(responses[i].name, "QUEUE");
+  }
+
+  ExecContext ctx{set.data_path(), timeline_, counters_, me, set.global_ranks()};
+  for (const Batch& b : plan_fusion(responses, settings_.fusion_threshold_bytes)) {
+    Response& lead = responses[b.members.front()];
+    const size_t i0 = b.members.front();
+    if (lead.kind == Response::Kind::kJoin) {
+      std::shared_ptr<HandleState> h;
+      {
+        std::lock_guard<std::mutex> lock(join_mu_);
+        h.swap(join_handle_);
+      }
+      if (h) {
+        h->set_int_result(lead.last_joined_rank);
+        h->complete_one(0, TANDEM_SUCCESS, "");
+      }
+      continue;
+    }
+    if (!lead.error.empty()) {
+      counters_.add(Counter::kMismatches);
+      log_(LogLevel::kDebug, lead.error);
+      finish(i0, lead.error_code, lead.error);
+      continue;
+    }
+    counters_.add(Counter::kBatches);
+    if (lead.kind == Response::Kind::kTensor && lead.first().device != TANDEM_DEVICE_CPU) {
+      std::vector<const Response*> members;
+      std::vector<TensorEntry*> mine;
+      for (size_t m : b.members) {
+        members.push_back(&responses[m]);
+        mine.push_back(entries[m]);
+      }
+      auto results = run_on_device(ctx, set.id(), members, mine);
+      for (size_t k = 0; k < b.members.size(); ++k)
+        finish(b.members[k], results[k].code, results[k].error, std::move(results[k].output),
+               std::move(results[k].splits));
+      continue;
+    }
+    switch (lead.type) {
+      case OpType::kAllreduce: {
+        std::vector<const Response*> members;
+        std::vector<TensorEntry*> mine;
+        for (size_t m : b.members) {
+          members.push_back(&responses[m]);
+          mine.push_back(entries[m]);
+        }
+        if (b.members.size() > 1) {
+          counters_.add(Counter::kFusedBatches);
+          counters_.add(Counter::kFusedTensors, b.members.size());
+        }
+        run_allreduce_batch(ctx, members, mine, b.bytes);
+        for (size_t m : b.members) finish(m, TANDEM_SUCCESS, "");
+        break;
+      }
+      case OpType::kBarrier:
+        timeline_.end(lead.name);
+        finish(i0, TANDEM_SUCCESS, "");
+        break;
+      case OpType::kAddProcessSet:
+      case OpType::kRemoveProcessSet: {
+        timeline_.end(lead.name);
+        int value = -1;
+        std::string error;
+        try {
+          run_internal(set, lead);
+          value = lead.last_joined_rank;
+        } catch (const InvalidArgument& e) {
+          error = e.what();
+        }
+        finish(i0, error.empty() ? TANDEM_SUCCESS : TANDEM_ERR_INVALID_ARGUMENT, error, {}, {},
+               value);
+        break;
+      }
+      default: {
+        if (!entries[i0]) break;  // (joined ranks get an error response instead)
+        TensorOutput out;
+        std::vector<int64_t> splits;
+        run_single(ctx, lead, *entries[i0], &out, &splits);
+        finish(i0, TANDEM_SUCCESS, "", std::move(out), std::move(splits));
+        break;
+      }
+    }
+  }
+}
+
+// Process set changes run on this thread, at the same point of the global
+// set's order on every rank, so the data path's create() (a collective over
+// the world) never interleaves with a cycle.
+void Runtime::run_internal(ProcessSet& global, Response& r) {
+  (void)global;
+  if (r.type == OpType::kAddProcessSet) {
+    std::vector<int> ranks(r.first().shape.begin(), r.first().shape.end());
+    {
+      std::lock_guard<std::mutex> lock(sets_mu_);
+      for (const auto& s : sets_)
+        if (s->global_ranks() == ranks) {
+          r.last_joined_rank = s->id();
+          return;
+        }
+    }
+    auto dp = factory_->create(ranks);
+    auto set = std::make_shared<ProcessSet>(next_set_id_++, ranks, std::move(dp),
+                                            settings_.cache_capacity);
+    r.last_joined_rank = set->id();
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    sets_.push_back(set);
+    return;
+  }
+  const int id = r.first().root;
+  std::shared_ptr<ProcessSet> victim;
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    auto it = std::find_if(sets_.begin(), sets_.end(),
+                           [&](const auto& s) { return s->id() == id; });
+    if (it == sets_.end() || id == TANDEM_GLOBAL_PROCESS_SET)
+      throw InvalidArgument("remove_process_set: process set " + std::to_string(id) +
+                            " does not exist");
+    victim = *it;
+    sets_.erase(it);
+  }
+  if (device_) device_->remove_process_set(id);
+  std::map<std::string, TensorEntry> orphans;
+  {
+    std::lock_guard<std::mutex> lock(victim->mu);
+    orphans.swap(victim->pending);
+    victim->fresh.clear();
+  }
+  for (auto& [name, e] : orphans)
+    e.handle->complete_one(e.index, TANDEM_ERR_ABORTED,
+                           std::string(op_type_name(e.request.type)) + " '" + name +
+                               "': process set " + std::to_string(id) + " was removed");
+  r.last_joined_rank = 0;
+}
+
+void Runtime::check_stalls() {
+  if (settings_.stall_check_seconds <= 0) return;
+  auto now = Clock::now();
+  for (const auto& set : sets_snapshot()) {
+    if (!set->member() || set->set_rank_of(rank_) != 0) continue;
+    auto& inspector = stall_inspectors_.try_emplace(set->id(), settings_.stall_check_seconds,
+                                                    settings_.stall_shutdown_seconds)
+                          .first->second;
+    std::string fatal;
+    for (const std::string& w : inspector.inspect(set->coordinator().pending(), now, &fatal)) {
+      counters_.add(Counter::kStallWarnings);
+      log_(LogLevel::kWarning, (set->id() ? "process set " + std::to_string(set->id()) + ": "
+                                          : std::string()) + w);
+    }
+    if (!fatal.empty() && fatal_.empty()) {
+      log_(LogLevel::kError, fatal);
+      fatal_ = fatal;
+    }
+  }
+}
+
+void Runtime::fail_all(tandem_result_t code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(broken_mu_);
+    if (broken_code_ == TANDEM_SUCCESS) {
+      broken_code_ = code;
+      broken_message_ = message;
+    }
+  }
+  if (device_) device_->abort(message);
+  for (const auto& set : sets_snapshot()) {
+    std::map<std::string, TensorEntry> pending;
+    {
+      std::lock_guard<std::mutex> lock(set->mu);
+      pending.swap(set->pending);
+      set->fresh.clear();
+    }
+    for (auto& [name, e] : pending) e.handle->complete_one(e.index, code, message);
+  }
+  std::shared_ptr<HandleState> join;
+  {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    join.swap(join_handle_);
+  }
+  if (join) join->complete_one(0, code, message);
+}
+
+std::vector<DevicePath::Result> Runtime::run_on_device(
+    ExecContext& ctx, int set_id, const std::vector<const Response*>& responses,
+    const std::vector<TensorEntry*>& entries) {
+  if (device_) return device_->run(ctx, set_id, responses, entries);
+  // Same answer on every rank (the runtime is built the same way everywhere).
+  std::vector<DevicePath::Result> out(responses.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].code = TANDEM_ERR_UNSUPPORTED;
+    out[i].error = std::string(op_type_name(responses[i]->type)) + " '" + responses[i]->name +
+                   "': device " + std::to_string(responses[i]->first().device) +
+                   " is a GPU and this runtime has no GPU path; copy the tensor to the CPU";
+  }
+  return out;
+}
+
+}  // namespace tandem::runtime

@@ -1,0 +1,148 @@
+// The runtime: one per process. Owns the background thread
+// ("tandem-runtime"), the process sets, the handles, the timeline and the
+// counters. Frameworks enqueue named operations from any thread and get a
+// handle; the background thread runs cycles:
+//
+//   wait for work (or TANDEM_IDLE_WAIT, so that peers with work proceed),
+//   let the batching window (TANDEM_CYCLE_TIME) pass,
+//   for each process set this rank belongs to, in id order:
+//     exchange this cycle's announcements, decide (coordinator.h),
+//     plan fusion (fusion_plan.h), run the batches (executor.h),
+//   check for stalls.
+//
+// Visiting the sets in id order on every rank keeps the per-set exchanges
+// from waiting on each other in a cycle (a total order, as with locks).
+// A failure of the data path (lost peer, timeout) fails every pending
+// handle with that error and every later call with the same error.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/counters.h"
+#include "runtime/data_path.h"
+#include "runtime/device_path.h"
+#include "runtime/handle.h"
+#include "runtime/log.h"
+#include "runtime/process_set.h"
+#include "runtime/settings.h"
+#include "runtime/stall_inspector.h"
+#include "runtime/timeline.h"
+
+namespace tandem::runtime {
+
+// One tensor of an enqueue call, already in C++ form.
+struct TensorArg {
+  std::string name;
+  const void* input = nullptr;
+  void* output = nullptr;
+  int dtype = TANDEM_FLOAT32;
+  int device = TANDEM_DEVICE_CPU;
+  std::vector<int64_t> shape;
+  void* stream = nullptr;  // device tensors: cudaStream_t to order after (NULL: default)
+};
+
+struct OpArgs {
+  OpType type = OpType::kAllreduce;
+  int op = TANDEM_SUM;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int root = -1;                // broadcast: global rank
+  std::vector<int64_t> splits;  // alltoall; empty: equal parts
+  int process_set = TANDEM_GLOBAL_PROCESS_SET;
+};
+
+class Runtime {
+ public:
+  // Collective over the world: creates the global set's data path. Starts
+  // the background thread. device: runs batches of device tensors
+  // (device_path.h); without one they fail with TANDEM_ERR_UNSUPPORTED.
+  Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
+          Log::Sink log_sink = nullptr, std::unique_ptr<DevicePath> device = nullptr);
+  // Asks the other ranks to stop, joins the thread, fails what is pending
+  // (TANDEM_ERR_ABORTED) so that every wait ends. Idempotent.
+  void stop();
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Validates and queues; throws InvalidArgument, DuplicateNameError,
+  // UnsupportedError, or the error that broke the runtime.
+  std::shared_ptr<HandleState> enqueue(const std::vector<TensorArg>& tensors, const OpArgs& args);
+  std::shared_ptr<HandleState> join();
+
+  // Collective over the world, negotiated like a tensor; blocks until done.
+  int add_process_set(std::vector<int> ranks);
+  void remove_process_set(int id);
+  // Members by set rank; throws InvalidArgument for an unknown id.
+  std::vector<int> process_set_ranks(int id) const;
+
+  HandleTable& handles() { return handles_; }
+  Timeline& timeline() { return timeline_; }
+  const Counters& counters() const { return counters_; }
+  const Settings& settings() const { return settings_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  void loop();
+  void wait_for_work();
+  bool cycle_all();  // false once the runtime stops
+  bool cycle(ProcessSet& set, bool* shutdown_seen);
+  CycleMessage announce(ProcessSet& set);
+  void reannounce_evicted(ProcessSet& set);
+  void execute(ProcessSet& set, std::vector<Response>& responses);
+  void run_internal(ProcessSet& global, Response& r);
+  std::vector<DevicePath::Result> run_on_device(ExecContext& ctx, int set_id,
+                                                const std::vector<const Response*>& responses,
+                                                const std::vector<TensorEntry*>& entries);
+  void check_stalls();
+  void fail_all(tandem_result_t code, const std::string& message);
+  std::shared_ptr<ProcessSet> find_set(int id) const;
+  std::vector<std::shared_ptr<ProcessSet>> sets_snapshot() const;
+  int wait_internal(const std::shared_ptr<HandleState>& h);
+  void throw_if_broken() const;
+  void wake();
+
+  const int rank_;
+  const int size_;
+  const Settings settings_;
+  Log log_;
+  std::unique_ptr<DataPathFactory> factory_;
+  std::unique_ptr<DevicePath> device_;  // GPU tensors; may be null
+  HandleTable handles_;
+  Timeline timeline_;
+  Counters counters_;
+  std::map<int, StallInspector> stall_inspectors_;  // by set id (bg thread)
+  std::string fatal_;  // a stall past the shutdown time (bg thread)
+
+  mutable std::mutex sets_mu_;
+  std::vector<std::shared_ptr<ProcessSet>> sets_;  // sorted by id
+  int next_set_id_ = 1;
+  std::atomic<uint64_t> internal_seq_{0};
+
+  // Join state of this rank (global set only).
+  std::mutex join_mu_;
+  std::shared_ptr<HandleState> join_handle_;
+
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  bool work_ = false;
+  std::chrono::steady_clock::time_point first_work_;
+  std::atomic<bool> stop_{false};
+  std::mutex stop_mu_;
+
+  mutable std::mutex broken_mu_;
+  tandem_result_t broken_code_ = TANDEM_SUCCESS;
+  std::string broken_message_;
+
+  std::thread thread_;
+};
+
+}  // namespace tandem::runtime

@@ -1,0 +1,104 @@
+#include "runtime/settings.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+#include "common/errors.h"
+#include "common/settings.h"
+
+namespace tandem::runtime {
+
+const std::vector<SettingSpec>& runtime_setting_specs() {
+  static const std::vector<SettingSpec> specs = {
+      {"TANDEM_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "134217728",
+       "Bytes: the largest fused allreduce buffer. Ready allreduces of the same dtype, op and "
+       "scale are packed up to this size; 0 turns fusion off."},
+      {"TANDEM_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "0.5",
+       "Milliseconds: the batching window. When work arrives on an idle engine the cycle "
+       "starts this long after it, so that tensors enqueued back to back share a cycle. No "
+       "sleep happens while nothing is queued."},
+      {"TANDEM_IDLE_WAIT", nullptr, "1.0",
+       "Milliseconds an idle rank waits for work before running an empty negotiation round, "
+       "so that peers that have work are not held up. Bounds the extra latency when ranks "
+       "enqueue at different times."},
+      {"TANDEM_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "1024",
+       "Entries of the response cache per process set; 0 turns it off (every tensor is "
+       "negotiated in full every step)."},
+      {"TANDEM_TIMELINE", "HOROVOD_TIMELINE", "(unset)",
+       "Path of a Chrome-trace JSON timeline written by rank 0 from init on."},
+      {"TANDEM_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", "0",
+       "1 to mark every cycle in the timeline."},
+      {"TANDEM_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", "60",
+       "Seconds after which rank 0 warns about a tensor that some ranks enqueued and others "
+       "did not, naming both; 0 turns the check off."},
+      {"TANDEM_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "0",
+       "Seconds after which such a stall fails every pending operation on every rank "
+       "(TANDEM_ERR_TIMEOUT); 0 waits forever."},
+      {"TANDEM_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "warning",
+       "trace, debug, info, warning, error or fatal: the runtime's messages on stderr."},
+  };
+  return specs;
+}
+
+namespace {
+
+LogLevel parse_level(const char* var, const char* v) {
+  static const char* const names[] = {"trace", "debug", "info", "warning", "error", "fatal"};
+  for (int i = 0; i < 6; ++i)
+    if (strcasecmp(v, names[i]) == 0) return static_cast<LogLevel>(i);
+  if (strcasecmp(v, "warn") == 0) return LogLevel::kWarning;
+  throw InvalidArgument(std::string(var) + "='" + v +
+                        "': expected one of trace, debug, info, warning, error, fatal; fix or "
+                        "unset the variable");
+}
+
+constexpr double kMaxSeconds = 7 * 86400.0;  // a week: catches typos like 6e10
+
+}  // namespace
+
+Settings Settings::from_environment(const Getenv& getenv_fn) {
+  Getenv get = getenv_fn ? getenv_fn : [](const char* n) -> const char* { return std::getenv(n); };
+  Settings s;
+  // Returns the value and the variable it came from, or nullptr when unset.
+  auto value = [&](const SettingSpec& spec, const char** var) -> const char* {
+    // Empty means unset, as everywhere in the engine (common/settings.h).
+    auto lookup = [&](const char* n) -> const char* {
+      const char* v = n ? get(n) : nullptr;
+      return (v && *v) ? v : nullptr;
+    };
+    const char* t = lookup(spec.name);
+    const char* h = lookup(spec.horovod_name);
+    if (t && h && std::strcmp(t, h) != 0)
+      throw InvalidArgument(std::string(spec.name) + "='" + t + "' and " + spec.horovod_name +
+                            "='" + h + "' disagree; set only one of them");
+    *var = t ? spec.name : spec.horovod_name;
+    return t ? t : h;
+  };
+  for (const SettingSpec& spec : runtime_setting_specs()) {
+    const char* var = nullptr;
+    const char* v = value(spec, &var);
+    if (!v) continue;
+    std::string n = spec.name;
+    // The strict parsers are the engine's (common/settings.h); the ranges
+    // are here, next to the declarations.
+    if (n == "TANDEM_FUSION_THRESHOLD")
+      s.fusion_threshold_bytes = static_cast<size_t>(parse_int_setting(var, v, 0, int64_t{1} << 40));
+    else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = parse_double_setting(var, v, 0, 60000);
+    else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = parse_double_setting(var, v, 0, 60000);
+    else if (n == "TANDEM_CACHE_CAPACITY")
+      s.cache_capacity = static_cast<size_t>(parse_int_setting(var, v, 0, 1 << 20));
+    else if (n == "TANDEM_TIMELINE") s.timeline_path = v;
+    else if (n == "TANDEM_TIMELINE_MARK_CYCLES") s.timeline_mark_cycles = parse_bool_setting(var, v);
+    else if (n == "TANDEM_STALL_CHECK_TIME_SECONDS")
+      s.stall_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
+    else if (n == "TANDEM_STALL_SHUTDOWN_TIME_SECONDS")
+      s.stall_shutdown_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
+    else if (n == "TANDEM_LOG_LEVEL") s.log_level = parse_level(var, v);
+    else throw Error("runtime: setting " + n + " is declared but not parsed (a bug)");
+  }
+  return s;
+}
+
+}  // namespace tandem::runtime

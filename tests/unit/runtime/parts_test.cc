@@ -1,0 +1,203 @@
+// The runtime's pure parts: messages, cache, fusion planning, settings,
+// timeline, stall inspector.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "runtime/cycle_message.h"
+#include "runtime/fusion_plan.h"
+#include "runtime/response_cache.h"
+#include "runtime/settings.h"
+#include "runtime/stall_inspector.h"
+#include "runtime/timeline.h"
+#include "cluster.h"
+
+namespace tandem::runtime {
+namespace {
+
+Request req(const std::string& name, int64_t n, int dtype = TANDEM_FLOAT32) {
+  Request q;
+  q.name = name;
+  q.dtype = dtype;
+  q.shape = {n};
+  return q;
+}
+
+TEST(CycleMessage, RoundTripsAndRejectsTruncation) {
+  CycleMessage m;
+  m.joined = true;
+  Request q = req("layer/w:0", 12);
+  q.type = OpType::kAlltoall;
+  q.splits = {5, 7};
+  q.prescale = 0.25;
+  m.requests.push_back(q);
+  set_bit(m.cache_bits, 70);
+  set_bit(m.invalid_bits, 3);
+  Bytes b = m.serialize();
+  CycleMessage back = CycleMessage::parse(b);
+  EXPECT_TRUE(back.joined);
+  EXPECT_FALSE(back.shutdown);
+  ASSERT_EQ(back.requests.size(), 1u);
+  EXPECT_EQ(back.requests[0], q);
+  EXPECT_TRUE(test_bit(back.cache_bits, 70));
+  EXPECT_FALSE(test_bit(back.cache_bits, 69));
+  EXPECT_TRUE(test_bit(back.invalid_bits, 3));
+  b.pop_back();
+  EXPECT_THROW(CycleMessage::parse(b), Error);
+}
+
+TEST(ResponseCache, HitStaleMissAndLruEviction) {
+  ResponseCache c(2);
+  c.put({req("a", 4), req("a", 4)});
+  c.put({req("b", 4), req("b", 4)});
+  EXPECT_EQ(c.lookup(req("a", 4), 1).state, ResponseCache::State::kHit);
+  EXPECT_EQ(c.lookup(req("a", 5), 1).state, ResponseCache::State::kStale);
+  EXPECT_EQ(c.lookup(req("z", 4), 1).state, ResponseCache::State::kMiss);
+  size_t bit_a = c.lookup(req("a", 4), 0).bit;
+  c.touch(bit_a);              // b is now least recently used
+  c.put({req("c", 4), req("c", 4)});
+  EXPECT_EQ(c.lookup(req("b", 4), 0).state, ResponseCache::State::kMiss);
+  EXPECT_EQ(c.lookup(req("a", 4), 0).state, ResponseCache::State::kHit);
+  EXPECT_EQ(c.size(), 2u);
+  ResponseCache off(0);
+  off.put({req("a", 4)});
+  EXPECT_EQ(off.lookup(req("a", 4), 0).state, ResponseCache::State::kMiss);
+}
+
+Response resp(const std::string& name, int64_t n, int dtype = TANDEM_FLOAT32) {
+  Response r;
+  r.name = name;
+  r.per_rank = {req(name, n, dtype), req(name, n, dtype)};
+  r.present = {true, true};
+  return r;
+}
+
+TEST(FusionPlan, PacksCompatibleUpToThresholdWithLookAhead) {
+  // 4-byte floats: 100 elements = 400 bytes.
+  std::vector<Response> rs = {resp("a", 100), resp("b", 100, TANDEM_FLOAT64), resp("c", 100),
+                              resp("d", 100), resp("big", 1000), resp("e", 25, TANDEM_FLOAT64)};
+  auto plan = plan_fusion(rs, 1000);
+  ASSERT_EQ(plan.size(), 4u);
+  EXPECT_EQ(plan[0].members, (std::vector<size_t>{0, 2}));  // a + c; d no longer fits
+  EXPECT_EQ(plan[0].bytes, 800u);
+  EXPECT_EQ(plan[1].members, (std::vector<size_t>{1, 5}));  // float64 b + e
+  EXPECT_EQ(plan[2].members, (std::vector<size_t>{3}));
+  EXPECT_EQ(plan[3].members, (std::vector<size_t>{4}));     // larger than the threshold
+  auto off = plan_fusion(rs, 0);
+  EXPECT_EQ(off.size(), rs.size());
+}
+
+TEST(FusionPlan, NeverFusesDifferentOpsOrScales) {
+  std::vector<Response> rs = {resp("a", 1), resp("b", 1), resp("c", 1)};
+  rs[1].per_rank[0].op = rs[1].per_rank[1].op = TANDEM_MAX;
+  rs[2].per_rank[0].postscale = rs[2].per_rank[1].postscale = 0.5;
+  EXPECT_EQ(plan_fusion(rs, 1 << 20).size(), 3u);
+}
+
+Settings::Getenv env(std::map<std::string, std::string> vars) {
+  auto held = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [held](const char* n) -> const char* {
+    auto it = held->find(n);
+    return it == held->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Settings, DefaultsHorovodNamesAndStrictParsing) {
+  Settings d = Settings::from_environment(env({}));
+  EXPECT_EQ(d.fusion_threshold_bytes, 128u << 20);
+  EXPECT_EQ(d.cache_capacity, 1024u);
+  Settings h = Settings::from_environment(env({{"HOROVOD_FUSION_THRESHOLD", "1024"},
+                                               {"HOROVOD_CYCLE_TIME", "2.5"},
+                                               {"HOROVOD_CACHE_CAPACITY", "0"},
+                                               {"HOROVOD_LOG_LEVEL", "DEBUG"},
+                                               {"TANDEM_TIMELINE", "/tmp/t.json"}}));
+  EXPECT_EQ(h.fusion_threshold_bytes, 1024u);
+  EXPECT_EQ(h.cycle_time_ms, 2.5);
+  EXPECT_EQ(h.cache_capacity, 0u);
+  EXPECT_EQ(h.log_level, LogLevel::kDebug);
+  EXPECT_EQ(h.timeline_path, "/tmp/t.json");
+  for (auto bad : std::vector<std::pair<std::string, std::string>>{
+           {"HOROVOD_FUSION_THRESHOLD", "64MB"}, {"TANDEM_CYCLE_TIME", "-1"},
+           {"TANDEM_CACHE_CAPACITY", "1e3"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "soon"},
+           {"TANDEM_LOG_LEVEL", "loud"}, {"TANDEM_TIMELINE_MARK_CYCLES", "2"},
+           {"TANDEM_CACHE_CAPACITY", "2000000"}, {"TANDEM_FUSION_THRESHOLD", " 5"}}) {
+    try {
+      Settings::from_environment(env({bad}));
+      ADD_FAILURE() << bad.first << "=" << bad.second << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.first + "='" + bad.second + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Empty is unset, as in every engine setting (common/settings.h).
+  EXPECT_EQ(Settings::from_environment(env({{"TANDEM_CYCLE_TIME", ""}})).cycle_time_ms, 0.5);
+  EXPECT_THROW(Settings::from_environment(
+                   env({{"TANDEM_CACHE_CAPACITY", "5"}, {"HOROVOD_CACHE_CAPACITY", "6"}})),
+               InvalidArgument);
+}
+
+TEST(Settings, DocsListEveryDeclaredSetting) {
+  std::ifstream in(std::string(TANDEM_SOURCE_ROOT) + "/docs/runtime.md");
+  ASSERT_TRUE(in) << "docs/runtime.md is missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const SettingSpec& s : runtime_setting_specs()) {
+    EXPECT_NE(text.str().find(std::string("`") + s.name + "`"), std::string::npos) << s.name;
+    if (s.horovod_name) {
+      EXPECT_NE(text.str().find(std::string("`") + s.horovod_name + "`"), std::string::npos)
+          << s.horovod_name;
+    }
+    EXPECT_NE(text.str().find(s.default_text), std::string::npos) << s.name;
+  }
+}
+
+TEST(StallInspector, WarnsOncePerStallAndReportsFatal) {
+  StallInspector si(1.0, 3.0);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Coordinator::Pending> p = {{"x", OpType::kAllreduce, {0, 2}, {1}, t0}};
+  std::string fatal;
+  EXPECT_TRUE(si.inspect(p, t0 + std::chrono::milliseconds(500), &fatal).empty());
+  auto w = si.inspect(p, t0 + std::chrono::seconds(2), &fatal);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("'x' was enqueued by rank(s) 0,2 but not by rank(s) 1"), std::string::npos);
+  EXPECT_TRUE(si.inspect(p, t0 + std::chrono::milliseconds(2500), &fatal).empty());
+  EXPECT_TRUE(fatal.empty());
+  si.inspect(p, t0 + std::chrono::seconds(4), &fatal);
+  EXPECT_NE(fatal.find("'x'"), std::string::npos);
+}
+
+TEST(Timeline, RuntimeWritesValidJsonWithEveryPhase) {
+  char path[] = "/tmp/tandem-timeline-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    testing::Cluster c(2);
+    c.ranks[0]->timeline().start(path, true);
+    c.each([&](int r, Runtime& rt) {
+      std::vector<float> a(64, 1), b(64, 1), oa(64), ob(64);
+      auto h = rt.enqueue({testing::tensor("tl.a", a.data(), oa.data(), {64}),
+                           testing::tensor("tl \"quoted\"", b.data(), ob.data(), {64})},
+                          testing::allreduce());
+      EXPECT_EQ(testing::wait(h), TANDEM_SUCCESS);
+      (void)r;
+    });
+    c.ranks[0]->timeline().stop();
+  }
+  std::string cmd = std::string("/usr/bin/python3 -c \"import json,sys; ev=json.load(open(sys.argv[1])); "
+                                "names={e.get('name') for e in ev}; "
+                                "need={'NEGOTIATE','QUEUE','COPY_IN','ALLREDUCE','COPY_OUT','CYCLE_START'}; "
+                                "sys.exit(0 if need <= names else 1)\" ") + path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << "timeline " << path << " is not valid JSON with every phase";
+  std::remove(path);
+}
+
+}  // namespace
+}  // namespace tandem::runtime

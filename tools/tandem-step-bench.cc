@@ -1,0 +1,132 @@
+// tandem-step-bench: a training step's gradient pattern through the runtime
+// (issue 5's benchmark). Every step enqueues SMALL tensors of SMALL_BYTES and
+// LARGE tensors of LARGE_BYTES (float32 sum allreduce, named as a framework
+// would, the same names every step so later steps take the response-cache
+// path) back to back, then waits for all of them. The time of a step is
+// from the first enqueue to the last completion on the slowest rank; the
+// line printed holds the median and the best over the timed steps.
+//
+//   tandem-run -np 2 tandem-step-bench [-s 100] [-S 16K] [-l 10] [-L 4M] [-n 30] [-w 5]
+//
+// contrib/bench/step.sh runs it beside one fused MPI_Allreduce of the same
+// bytes and gloo reducing the tensors one by one.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tandem/tandem.h"
+
+namespace {
+
+size_t parse_size(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end == s) {
+    std::fprintf(stderr, "tandem-step-bench: '%s' is not a size (e.g. 16K, 4M)\n", s);
+    std::exit(2);
+  }
+  switch (*end) {
+    case 'K': case 'k': v *= 1024.0; break;
+    case 'M': case 'm': v *= 1048576.0; break;
+    case 'G': case 'g': v *= 1073741824.0; break;
+    default: break;
+  }
+  return static_cast<size_t>(v);
+}
+
+void fail(const char* what) {
+  std::fprintf(stderr, "tandem-step-bench: %s: %s\n", what, tandem_last_error());
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int small = 100, large = 10, steps = 30, warmup = 5;
+  size_t small_bytes = 16 << 10, large_bytes = 4 << 20;
+  int c;
+  while ((c = getopt(argc, argv, "s:S:l:L:n:w:h")) != -1) {
+    switch (c) {
+      case 's': small = std::atoi(optarg); break;
+      case 'S': small_bytes = parse_size(optarg); break;
+      case 'l': large = std::atoi(optarg); break;
+      case 'L': large_bytes = parse_size(optarg); break;
+      case 'n': steps = std::atoi(optarg); break;
+      case 'w': warmup = std::atoi(optarg); break;
+      default:
+        std::fprintf(stderr, "usage: tandem-step-bench [-s SMALL] [-S SMALL_BYTES] [-l LARGE] "
+                             "[-L LARGE_BYTES] [-n STEPS] [-w WARMUP]\n");
+        return c == 'h' ? 0 : 2;
+    }
+  }
+  if (small < 0 || large < 0 || steps < 1 || warmup < 0 || small + large < 1) {
+    std::fprintf(stderr, "tandem-step-bench: counts must be >= 0, steps >= 1\n");
+    return 2;
+  }
+  if (tandem_init() != TANDEM_SUCCESS) fail("tandem_init");
+  int rank = 0, size = 1;
+  tandem_rank(&rank);
+  tandem_size(&size);
+
+  const int n = small + large;
+  std::vector<std::vector<float>> in(n), out(n);
+  std::vector<std::string> names(n);
+  std::vector<int64_t> shapes(n);
+  size_t total = 0;
+  for (int t = 0; t < n; ++t) {
+    const size_t count = (t < small ? small_bytes : large_bytes) / sizeof(float);
+    in[t].resize(count);
+    out[t].assign(count, 0.0f);
+    for (size_t i = 0; i < count; ++i) in[t][i] = static_cast<float>(rank + 1 + (i + t) % 7);
+    names[t] = (t < small ? "small." : "large.") + std::to_string(t);
+    shapes[t] = static_cast<int64_t>(count);
+    total += count * sizeof(float);
+  }
+  std::vector<tandem_handle_t> h(n);
+  std::vector<double> times;
+  bool ok = true;
+  for (int step = 0; step < warmup + steps; ++step) {
+    if (tandem_barrier() != TANDEM_SUCCESS) fail("barrier");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < n; ++t) {
+      tandem_tensor_t x{names[t].c_str(), in[t].data(), out[t].data(), TANDEM_FLOAT32,
+                        TANDEM_DEVICE_CPU, 1, &shapes[t]};
+      if (tandem_enqueue_allreduce(&x, TANDEM_SUM, 1.0, 1.0, TANDEM_GLOBAL_PROCESS_SET, &h[t]) !=
+          TANDEM_SUCCESS)
+        fail("enqueue");
+    }
+    for (int t = 0; t < n; ++t)
+      if (tandem_handle_wait(h[t], 300.0) != TANDEM_SUCCESS) fail(tandem_handle_error(h[t]));
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    for (int t = 0; t < n; ++t) tandem_handle_release(h[t]);
+    if (step == 0)
+      for (int t = 0; t < n && ok; ++t)
+        for (size_t i = 0; i < out[t].size(); ++i)
+          if (out[t][i] != static_cast<float>(size * (size + 1) / 2 + size * ((i + t) % 7))) {
+            ok = false;
+            break;
+          }
+    if (step >= warmup) times.push_back(us);
+  }
+  // The slowest rank's time of every step, and whether every rank checked ok.
+  std::vector<double> slowest(times.size());
+  if (tandem_allreduce(times.data(), slowest.data(), times.size(), TANDEM_FLOAT64, TANDEM_MAX, 1.0,
+                       1.0) != TANDEM_SUCCESS)
+    fail("allreduce of the times");
+  int32_t mine_ok = ok ? 1 : 0, all_ok = 0;
+  if (tandem_allreduce(&mine_ok, &all_ok, 1, TANDEM_INT32, TANDEM_MIN, 1.0, 1.0) != TANDEM_SUCCESS)
+    fail("allreduce of the check");
+  std::sort(slowest.begin(), slowest.end());
+  if (rank == 0)
+    std::printf("tandem-runtime np=%d tensors=%d bytes=%zu median_us=%.1f best_us=%.1f check=%s\n",
+                size, n, total, slowest[slowest.size() / 2], slowest.front(),
+                all_ok ? "ok" : "FAIL");
+  tandem_finalize();
+  return all_ok ? 0 : 1;
+}
