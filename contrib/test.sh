@@ -40,5 +40,7 @@ stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider \
 
 echo "== summary"
 /usr/bin/python3 "$root/contrib/test_summary.py" \
-  "meson:$build/meson-logs/testlog.json" "junit:$build/e2e-results.xml" || failed=$((failed + 1))
+  "meson:$build/meson-logs/testlog.json" \
+  "meson:$build/meson-logs/testlog-without-cuda.json" \
+  "junit:$build/e2e-results.xml" || failed=$((failed + 1))
 [ "$failed" -eq 0 ]

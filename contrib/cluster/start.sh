@@ -98,8 +98,11 @@ if [ "$gpus" -gt 0 ]; then
 fi
 
 # ---------------------------------------------------------------- config
+# The packages as Meson laid them out in the build tree (with _config.py
+# naming this build's libtandem), as a site install would have them.
 python_arg=()
-[ -d "$root/python" ] && python_arg=("python=$root/python")
+if [ -d "$build/python/tandem" ]; then python_arg=("python=$build/python")
+elif [ -d "$root/python" ]; then python_arg=("python=$root/python"); fi
 echo "required $plugin engine=$engine ${python_arg[*]} ${plugin_args[*]}" >"$dir/plugstack.conf"
 
 {

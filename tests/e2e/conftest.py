@@ -80,7 +80,8 @@ class Cluster:
         self.dir = build / "cluster" / name
         self.nodes, self.cpus, self.gpus = NODES, CPUS, GPUS
         self.engine = str(build / "engine" / "libtandem.so")
-        self.python_dir = str(ROOT / "python")
+        # What start.sh passes as python=: the packages Meson laid out in the build.
+        self.python_dir = str(build / "python")
         self.plugin_args = list(plugin_args)
         self.env = dict(os.environ, SLURM_CONF=str(self.dir / "slurm.conf"))
         self._scratch = self.dir / "e2e"
