@@ -94,3 +94,21 @@ def build_info():
     except ImportError:
         return {}
     return dict(_config.BUILD)
+
+
+def loaded_build_info():
+    """build_info() when it describes the libtandem this process actually
+    loaded (the same file), else None: a preloaded or TANDEM_LIBRARY engine
+    may come from another build than this package."""
+    try:
+        from tandem import _config
+    except ImportError:
+        return None
+    import os
+    loaded = _library.library().loaded_file()
+    if loaded is None:
+        return None
+    for candidate in _config.LIBRARY_CANDIDATES:
+        if os.path.exists(candidate) and os.path.realpath(candidate) == loaded:
+            return dict(_config.BUILD)
+    return None

@@ -77,6 +77,7 @@ _RUNTIME_SIGNATURES = {
     "tandem_start_timeline": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int]),
     "tandem_stop_timeline": (ctypes.c_int, []),
     "tandem_gpu_available": (ctypes.c_int, [_p(ctypes.c_char_p)]),
+    "tandem_set_device_stream": (ctypes.c_int, [ctypes.c_void_p]),
     "tandem_runtime_counter": (ctypes.c_int, [ctypes.c_int, _p(ctypes.c_char_p),
                                               _p(ctypes.c_uint64)]),
 }
@@ -98,13 +99,26 @@ def _lib():
 
 
 class Buffer:
-    """Host memory as the engine sees it: a pointer, a tandem dtype, a shape."""
+    """Memory as the engine sees it: a pointer, a tandem dtype, a shape, and
+    where it lives. ``device`` is DEVICE_CPU for host memory or a CUDA device
+    index (``ptr`` is then a device pointer on that GPU); ``stream`` is the
+    cudaStream_t (an int, 0 or None for the legacy default stream) the
+    operation is ordered on, read for device buffers only."""
 
-    __slots__ = ("ptr", "dtype", "shape", "device")
+    __slots__ = ("ptr", "dtype", "shape", "device", "stream")
 
-    def __init__(self, ptr, dtype, shape, device=DEVICE_CPU):
+    def __init__(self, ptr, dtype, shape, device=DEVICE_CPU, stream=None):
         self.ptr, self.dtype, self.shape = ptr, dtype, tuple(int(d) for d in shape)
-        self.device = device
+        self.device, self.stream = int(device), stream
+
+
+def _device_stream(buffers):
+    """The stream of the first device buffer, or False when all are host
+    memory (then no stream is set: host tensors ignore it)."""
+    for buffer in buffers:
+        if buffer.device != DEVICE_CPU:
+            return buffer.stream or 0
+    return False
 
 
 class _Described:
@@ -200,9 +214,14 @@ class Request:
             raise self._error
 
 
-def _enqueue(fn, *args, keep, make_output=None, count=1, kind=None, nsplits=0):
+def _enqueue(fn, *args, keep, make_output=None, count=1, kind=None, nsplits=0, stream=False):
     handle = _handle_t(0)
-    errors.check(getattr(_lib(), fn)(*args, ctypes.byref(handle)))
+    lib = _lib()
+    if stream is not False:
+        # Per thread in the engine, and read by the enqueue below: both calls
+        # must happen on this thread, one right after the other.
+        errors.check(lib.tandem_set_device_stream(ctypes.c_void_p(stream or None)))
+    errors.check(getattr(lib, fn)(*args, ctypes.byref(handle)))
     request = Request(handle.value, keep, make_output, count)
     request.kind = kind
     if kind == "alltoall":
@@ -214,7 +233,7 @@ def allreduce(name, buffer, output_ptr, op, prescale, postscale, process_set=_GL
               keep=None):
     d = _Described(name, buffer, output_ptr)
     return _enqueue("tandem_enqueue_allreduce", ctypes.byref(d.struct), op, prescale,
-                    postscale, process_set, keep=(d, keep))
+                    postscale, process_set, keep=(d, keep), stream=_device_stream([buffer]))
 
 
 def grouped_allreduce(names, buffers, output_ptrs, op, prescale, postscale,
@@ -222,19 +241,20 @@ def grouped_allreduce(names, buffers, output_ptrs, op, prescale, postscale,
     ds = [_Described(n, b, o) for n, b, o in zip(names, buffers, output_ptrs)]
     array = (_Tensor * max(1, len(ds)))(*[d.struct for d in ds])
     return _enqueue("tandem_enqueue_grouped_allreduce", array, len(ds), op, prescale,
-                    postscale, process_set, keep=(ds, array, keep))
+                    postscale, process_set, keep=(ds, array, keep),
+                    stream=_device_stream(buffers))
 
 
 def broadcast(name, buffer, output_ptr, root, process_set=_GLOBAL, keep=None):
     d = _Described(name, buffer, output_ptr)
     return _enqueue("tandem_enqueue_broadcast", ctypes.byref(d.struct), root, process_set,
-                    keep=(d, keep))
+                    keep=(d, keep), stream=_device_stream([buffer]))
 
 
 def allgather(name, buffer, make_output, process_set=_GLOBAL, keep=None):
     d = _Described(name, buffer, None)
     return _enqueue("tandem_enqueue_allgather", ctypes.byref(d.struct), process_set,
-                    keep=(d, keep), make_output=make_output)
+                    keep=(d, keep), make_output=make_output, stream=_device_stream([buffer]))
 
 
 def alltoall(name, buffer, splits, set_size, make_output, process_set=_GLOBAL, keep=None):
@@ -245,14 +265,15 @@ def alltoall(name, buffer, splits, set_size, make_output, process_set=_GLOBAL, k
         c_splits, nsplits = (ctypes.c_int64 * max(1, len(splits)))(*splits), len(splits)
     return _enqueue("tandem_enqueue_alltoall", ctypes.byref(d.struct), c_splits, nsplits,
                     process_set, keep=(d, c_splits, keep), make_output=make_output,
-                    kind="alltoall", nsplits=set_size)
+                    kind="alltoall", nsplits=set_size, stream=_device_stream([buffer]))
 
 
 def reducescatter(name, buffer, op, prescale, postscale, make_output, process_set=_GLOBAL,
                   keep=None):
     d = _Described(name, buffer, None)
     return _enqueue("tandem_enqueue_reducescatter", ctypes.byref(d.struct), op, prescale,
-                    postscale, process_set, keep=(d, keep), make_output=make_output)
+                    postscale, process_set, keep=(d, keep), make_output=make_output,
+                    stream=_device_stream([buffer]))
 
 
 def barrier(process_set=_GLOBAL):
@@ -345,6 +366,28 @@ def allgather_int64(values, process_set=_GLOBAL):
     flat = list(holder["out"])
     return [flat[r * n:(r + 1) * n] for r in range(len(flat) // n if n else 0)]
 
+
+
+# The reason classify() gives when the GPU path was not compiled in
+# (engine/gpu/availability.cc); the engine has no other way to say it.
+_NOT_COMPILED = "built without CUDA/NCCL headers"
+
+
+def gpu_path_compiled():
+    """Whether the loaded libtandem was compiled with the GPU path (CUDA and
+    NCCL headers at build time), whether or not this node has a GPU: the
+    meaning of Horovod's nccl_built()/cuda_built(). Exact from the Meson
+    build facts when they describe the loaded file; otherwise from the
+    engine's own availability answer."""
+    lib = _lib()
+    if not lib.has("tandem_gpu_available"):
+        return False
+    from tandem import _basics
+    facts = _basics.loaded_build_info()
+    if facts is not None:
+        return bool(facts["cuda_headers"])
+    available, reason = gpu_available()
+    return available or _NOT_COMPILED not in reason
 
 
 def gpu_available():

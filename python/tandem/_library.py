@@ -155,6 +155,23 @@ class Library:
     def has(self, name):
         return hasattr(self._cdll, name)
 
+    def loaded_file(self):
+        """The file this engine was mapped from (resolved), or None when it
+        cannot be told: the mapping in /proc/self/maps, else the path it was
+        loaded by."""
+        try:
+            with open("/proc/self/maps") as maps:
+                for line in maps:
+                    fields = line.split(None, 5)
+                    if len(fields) == 6 and \
+                            os.path.basename(fields[5].strip()).startswith("libtandem.so"):
+                        return os.path.realpath(fields[5].strip())
+        except OSError:  # pragma: no cover - Linux always has it
+            pass
+        if os.path.isabs(self.origin):
+            return os.path.realpath(self.origin)
+        return None
+
     def __getattr__(self, name):
         functions = self.__dict__.get("_functions")
         if functions is None or not name.startswith("tandem_"):

@@ -54,3 +54,20 @@ def test_four_ranks_on_two_nodes_equal_one_process(cluster, tmp_path):
     worst = max((a[k] - b[k]).abs().max().item() for k in a)
     # Tolerance and its justification: tests/python/test_equivalence.py.
     assert worst <= 1e-5, worst
+
+
+def test_cuda_tensors_are_refused_by_the_engine_on_every_rank(cluster):
+    # No GPU on the cluster's nodes: every collective on a CUDA tensor fails
+    # on all 4 ranks (2 nodes) with the engine's UnsupportedError and reason,
+    # and the next CPU call of the same name works (workers/check_gpu.py).
+    r = _srun_python(cluster, "tests/python/workers/check_gpu.py", "refusal")
+    out = r.stdout + r.stderr
+    failures = re.findall(r"^.*FAIL .*$", r.stdout, re.M)
+    assert not failures, "\n".join(failures) + "\n" + out[-3000:]
+    names = re.findall(r'^@check\("refusal"\)\ndef (\w+)\(',
+                       (WORKER.parent / "check_gpu.py").read_text(), re.M)
+    assert len(names) == 3, names
+    passes = re.findall(r"^PASS (\w+) rank (\d+)$", r.stdout, re.M)
+    for name in names:
+        assert {int(k) for n, k in passes if n == name} == {0, 1, 2, 3}, name + "\n" + out[-3000:]
+    assert r.returncode == 0, out[-3000:]

@@ -57,10 +57,13 @@ def stop_timeline():
 
 
 # ------------------------------------------------------- what this build has
-# Answers are about what this process can actually use, never about what
-# Horovod would have: Tandem has no MPI or Gloo; the GPU path counts when the
-# loaded engine was built with it (nccl_built, cuda_built) and, for
-# gpu_available, when this node can run it.
+# Horovod's meanings: *_built() is "compiled with support for it", not "usable
+# on this node". Tandem has no MPI, Gloo, oneCCL, DDL or ROCm. Its GPU path is
+# CUDA and NCCL together, both loaded at run time, so nccl_built() and
+# cuda_built() say whether the loaded libtandem was compiled with that path
+# (True on a CPU-only node of a CUDA build). Whether GPU tensors work here is
+# gpu_available(): the engine's tandem_gpu_available() and torch both see a
+# usable GPU. tandem-info prints the engine's reason when they do not.
 
 def mpi_built():
     return False
@@ -94,19 +97,22 @@ def rocm_built():
     return False
 
 
-def _gpu_path_built():
-    from tandem import _library
-    return bool(_basics.build_info().get("cuda_headers", True)) and \
-        _library.library().has("tandem_gpu_available")
-
-
 def nccl_built():
-    return _gpu_path_built()
+    return _collectives.gpu_path_compiled()
 
 
 def cuda_built():
-    return _gpu_path_built()
+    return _collectives.gpu_path_compiled()
 
 
 def gpu_available():
+    """True when CUDA tensors can go through Tandem in this process: the
+    engine's GPU path is usable (driver, GPU, CUDA runtime and NCCL found)
+    and torch has CUDA. The engine's reason: tandem.torch.gpu_status()."""
     return _collectives.gpu_available()[0] and _torch.cuda.is_available()
+
+
+def gpu_status():
+    """(usable, reason) from the engine's tandem_gpu_available(); raises
+    InvalidArgumentError for a bad setting such as TANDEM_GPU_DEVICE=x."""
+    return _collectives.gpu_available()

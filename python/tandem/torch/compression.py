@@ -26,8 +26,9 @@ class NoneCompressor(Compressor):
 
 
 class FP16Compressor(Compressor):
-    """Floating tensors travel as float16 (half the bytes); the engine
-    accumulates float16 in float32, so only the final rounding is lost."""
+    """Floating tensors travel as float16 (half the bytes). On the CPU path
+    the engine accumulates float16 in float32, so only the final rounding is
+    lost; on the GPU path NCCL reduces in float16 (as Horovod with NCCL)."""
 
     @staticmethod
     def compress(tensor):

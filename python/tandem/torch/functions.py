@@ -50,8 +50,18 @@ def _serialize(obj):
     return buffer.getvalue()
 
 
+def _to_this_rank(storage, location):
+    """torch.load's map_location: a CUDA tensor pickled on the root means
+    "on the GPU" there; here it goes to this rank's current device rather
+    than to the root's device index (another rank's GPU on a shared node).
+    Anything else is restored as torch would (None)."""
+    if location.startswith("cuda") and torch.cuda.is_available():
+        return storage.cuda(torch.cuda.current_device())
+    return None
+
+
 def _deserialize(data):
-    return torch.load(io.BytesIO(data))
+    return torch.load(io.BytesIO(data), map_location=_to_this_rank)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=mpi_ops.global_process_set):

@@ -13,9 +13,14 @@ Tensors reach the engine as (data pointer, element count, engine dtype):
 * Non-contiguous tensors are copied to a contiguous buffer and copied back
   when the operation is synchronized.
 * Broadcast, allgather and alltoall move bytes, so every torch dtype works.
+* CUDA tensors take the same path with their device index and device pointer,
+  ordered on the current stream of their device (see ``_cuda.py``). Whether
+  the GPU path can run is the engine's decision: where it cannot, the
+  operation fails on every rank with the engine's ``UnsupportedError`` naming
+  the ranks and the reason, and the next call works.
 
 Outputs sized by negotiation (allgather, alltoall, reducescatter) are copied
-once out of the engine's memory into a fresh tensor.
+once out of the engine's memory into a fresh tensor on the input's device.
 
 A handle is an int, as in Horovod; ``synchronize(handle)`` returns the output
 (and re-raises the engine's error for that operation, after which the next
@@ -28,6 +33,7 @@ import threading
 import torch
 
 from tandem import _collectives, _dtypes, errors
+from tandem.torch import _cuda
 from tandem.torch import process_sets as _ps
 from tandem.torch.compression import Compression
 
@@ -116,14 +122,14 @@ def synchronize(handle):
 def _check_tensor(tensor, what):
     if not isinstance(tensor, torch.Tensor):
         raise _invalid("%s expects a torch.Tensor, got %s" % (what, type(tensor).__name__))
-    if tensor.device.type != "cpu":
-        available, reason = _collectives.gpu_available()
-        if tensor.device.type != "cuda" or not available:
-            raise errors.make(
-                "TANDEM_ERR_UNSUPPORTED",
-                "%s: tensor is on %s, which this process cannot reduce (%s); move it to the "
-                "CPU with tensor.cpu(), or run where tandem-info reports the GPU path"
-                % (what, tensor.device, reason or "only CPU and CUDA tensors are supported"))
+    if tensor.device.type not in ("cpu", "cuda"):
+        # CUDA tensors go to the engine, which alone knows whether its GPU
+        # path runs on every rank; other devices have no path at all.
+        raise errors.make(
+            "TANDEM_ERR_UNSUPPORTED",
+            "%s: tensor is on %s; Tandem reduces CPU and CUDA tensors only: move it with "
+            "tensor.cpu() (or .cuda() where tandem-info reports the GPU path)"
+            % (what, tensor.device))
     if tensor.layout != torch.strided:
         raise _invalid("%s: %s tensors are not supported; convert with tensor.to_dense() "
                        "(DistributedOptimizer: sparse_as_dense=True)" % (what, tensor.layout))
@@ -196,12 +202,19 @@ def _unwire(buf, dtype):
     return buf if buf.dtype == dtype else buf.to(dtype)
 
 
-def _device(tensor):
-    return _collectives.DEVICE_CPU if tensor.device.type == "cpu" else tensor.device.index
+def _is_cuda(tensor):
+    return tensor.device.type == "cuda"
+
+
+def _buffer_of(tensor, engine_dtype, shape):
+    if _is_cuda(tensor):
+        return _collectives.Buffer(tensor.data_ptr(), engine_dtype, shape,
+                                   _cuda.device_index(tensor), _cuda.current_stream(tensor))
+    return _collectives.Buffer(tensor.data_ptr(), engine_dtype, shape)
 
 
 def _buffer(tensor, engine_dtype):
-    return _collectives.Buffer(tensor.data_ptr(), engine_dtype, tensor.shape, _device(tensor))
+    return _buffer_of(tensor, engine_dtype, tensor.shape)
 
 
 def _byte_buffer(tensor):
@@ -213,7 +226,7 @@ def _byte_buffer(tensor):
         return _buffer(tensor, _NATIVE[tensor.dtype])
     shape = list(tensor.shape) or [1]
     shape[-1] *= tensor.element_size()
-    return _collectives.Buffer(tensor.data_ptr(), _dtypes.UINT8, shape, _device(tensor))
+    return _buffer_of(tensor, _dtypes.UINT8, shape)
 
 
 def _from_bytes_shape(shape, dtype):
@@ -226,14 +239,34 @@ def _from_bytes_shape(shape, dtype):
     return tuple(shape)
 
 
-def _engine_output(dtype, outputs, shape_fn=None, device="cpu"):
-    """make_output for engine-allocated results: a fresh tensor per index."""
-    def make_output(index, shape):
-        shape = _from_bytes_shape(shape, dtype) if shape_fn is None else shape_fn(shape)
-        out = torch.empty(shape, dtype=dtype, device=device)
-        outputs[index] = out
+class _Results:
+    """Tensors for engine-allocated results (allgather, alltoall,
+    reducescatter), on the device of ``like``: ``make_output`` is called by
+    the request once the engine knows each shape, ``results[i]`` returns them
+    (for CUDA, once the current stream is ordered after the engine's copy)."""
+
+    def __init__(self, dtype, like, shape_fn=None):
+        self.dtype, self.shape_fn = dtype, shape_fn
+        self.device = like.device if _is_cuda(like) else None
+        self.tensors = {}
+        self.ordered = False
+
+    def make_output(self, index, shape):
+        shape = _from_bytes_shape(shape, self.dtype) if self.shape_fn is None \
+            else self.shape_fn(shape)
+        if self.device is None:
+            out = torch.empty(shape, dtype=self.dtype)
+        else:
+            out = _cuda.empty(shape, self.dtype, self.device)
+            _cuda.before_result_copy(self.device)
+        self.tensors[index] = out
         return out.data_ptr(), out.numel() * out.element_size()
-    return make_output
+
+    def __getitem__(self, index):
+        if self.device is not None and not self.ordered:
+            _cuda.after_result_copy(self.device)
+            self.ordered = True
+        return self.tensors[index]
 
 
 # ------------------------------------------------------------------ allreduce
@@ -462,9 +495,8 @@ def _allgather_start(tensor, name, process_set, what):
     if tensor.dim() == 0:
         raise _invalid("%s: a 0-dim tensor cannot be concatenated; use tensor.view(1)" % what)
     send = tensor if tensor.is_contiguous() else tensor.contiguous()
-    outputs = {}
-    request = _collectives.allgather(name, _byte_buffer(send),
-                                     _engine_output(tensor.dtype, outputs), ps,
+    outputs = _Results(tensor.dtype, tensor)
+    request = _collectives.allgather(name, _byte_buffer(send), outputs.make_output, ps,
                                      keep=(tensor, send))
     return request, (lambda: outputs[0])
 
@@ -519,10 +551,9 @@ def _alltoall_start(tensor, splits, name, process_set, what):
         splits = [int(s) for s in (splits.tolist() if isinstance(splits, torch.Tensor)
                                    else splits)]
     send = tensor if tensor.is_contiguous() else tensor.contiguous()
-    outputs = {}
+    outputs = _Results(tensor.dtype, tensor)
     request = _collectives.alltoall(name, _byte_buffer(send), splits, process_set.size(),
-                                    _engine_output(tensor.dtype, outputs), ps,
-                                    keep=(tensor, send))
+                                    outputs.make_output, ps, keep=(tensor, send))
 
     def finish():
         return outputs[0], torch.tensor(request.received_splits, dtype=torch.int32)
@@ -567,8 +598,7 @@ def _reducescatter_start(tensor, name, op, prescale, postscale, process_set, wha
     # Rows are dealt by the engine as evenly as possible, the first ranks
     # taking one more (Horovod's layout).
     plan = _Plan(tensor, tensor, op, process_set, what)
-    outputs = {}
-    wire_dtype = plan.send.dtype
+    outputs = _Results(plan.send.dtype, plan.send, shape_fn=tuple)
 
     def finish():
         out = _unwire(outputs[0], tensor.dtype)
@@ -577,8 +607,7 @@ def _reducescatter_start(tensor, name, op, prescale, postscale, process_set, wha
         return out
     request = _collectives.reducescatter(
         name, _buffer(plan.send, plan.engine_dtype), plan.engine_op, float(prescale),
-        float(postscale), _engine_output(wire_dtype, outputs, shape_fn=tuple), ps,
-        keep=plan)
+        float(postscale), outputs.make_output, ps, keep=plan)
     return request, finish
 
 

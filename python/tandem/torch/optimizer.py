@@ -160,9 +160,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if wire is not p.grad:
                 p.grad.copy_(self._compression.decompress(reduced, ctx))
         self._delay = {p: self._passes for p in self._order}
-        self._synchronized = True
         if first_error is not None:
+            # The gradients were not reduced: the next step() must reduce
+            # again (and not warn about a second reduction).
             raise first_error
+        self._synchronized = True
 
     @contextlib.contextmanager
     def skip_synchronize(self):

@@ -44,7 +44,10 @@ class SyncBatchNorm(_BatchNorm):
         channels = input.shape[1]
         dims = [0] + list(range(2, input.dim()))
         x = input.to(acc)
-        count = torch.full((1,), float(input.numel() // channels), dtype=acc)
+        # On the input's device: one allreduce of one tensor, on the GPU path
+        # for CUDA inputs.
+        count = torch.full((1,), float(input.numel() // channels), dtype=acc,
+                           device=input.device)
         local = torch.cat([x.sum(dims), (x * x).sum(dims), count])
         total = mpi_ops.allreduce(local, op=mpi_ops.Sum, name=None,
                                   process_set=self.process_set)
