@@ -283,6 +283,8 @@ void Communicator::barrier() {
   });
 }
 
+Doorbell* Communicator::doorbell() { return id_.cross_size == 1 ? &shm_->doorbell() : nullptr; }
+
 void* Communicator::allocate_shared(size_t bytes) { return shm_->allocate(bytes); }
 void Communicator::free_shared(void* p) { shm_->free(p); }
 bool Communicator::is_shared(const void* p, size_t bytes) const { return shm_->in_arena(p, bytes); }

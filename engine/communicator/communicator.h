@@ -34,6 +34,7 @@
 
 namespace tandem {
 
+class Doorbell;
 class ShmGroup;
 
 // Makes a Transport for `members` (world ranks, ascending, including this
@@ -94,6 +95,10 @@ class Communicator {
   void* allocate_shared(size_t bytes);
   void free_shared(void* p);
   bool is_shared(const void* p, size_t bytes) const;
+
+  // Round wake-ups among this node's ranks (shm/doorbell.h) when the job
+  // lies on one node, so that they reach every rank; nullptr otherwise.
+  Doorbell* doorbell();
 
   // Fails this rank's and its peers' current and later collectives.
   void abort(const std::string& why);

@@ -11,7 +11,10 @@
 // runtime fails every pending handle with them.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +33,24 @@ class DataPath {
 
   // Every member contributes one blob and gets all of them, by set rank.
   virtual std::vector<Bytes> exchange(const Bytes& mine) = 0;
+
+  // Round wake-ups (optional). Where every member can wake the others (one
+  // node: a futex in the shared segment), an idle runtime sleeps until a
+  // member asks for a round instead of running an empty round every
+  // TANDEM_IDLE_WAIT so that members with work are not held up. Rounds are
+  // counted from 1, the same on every member.
+  virtual bool can_wake_members() const { return false; }
+  // Asks every member for round `round`.
+  virtual void request_round(uint64_t round) { (void)round; }
+  // Wakes this member's wait_for_round; the only call made from other threads.
+  virtual void wake_self() {}
+  // Sleeps until a member asked for a round past `done` (true), `ready()`
+  // holds or `until` passed (false). Only when can_wake_members().
+  virtual bool wait_for_round(uint64_t done, std::chrono::steady_clock::time_point until,
+                              const std::function<bool()>& ready) {
+    (void)done, (void)until, (void)ready;
+    return false;
+  }
 
   // A buffer of at least `bytes` that the collectives below reduce without
   // staging copies (for CPU tensors: the node's shared segment). Valid until

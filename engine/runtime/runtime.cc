@@ -1,6 +1,7 @@
 #include "runtime/runtime.h"
 
 #include <pthread.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <numeric>
@@ -15,6 +16,19 @@ namespace tandem::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The batching window closes once no tensor was enqueued for this long: a
+// framework that hands over a step's gradients back to back (a few µs
+// apart, from C or Python) gets them into one cycle, and the cycle does not
+// wait out TANDEM_CYCLE_TIME for tensors that are not coming.
+constexpr auto kQuietGap = std::chrono::microseconds(20);
+// How often an idle rank that peers can wake looks at the stall inspector.
+constexpr auto kIdleCheck = std::chrono::seconds(1);
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
 
 template <typename D>
 Clock::duration ms(D v) {
@@ -45,6 +59,7 @@ Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, S
   std::iota(all.begin(), all.end(), 0);
   auto dp = factory_->create(all);
   if (!dp) throw Error("runtime: the data path gave no communicator for the world");
+  world_ = dp.get();
   sets_.push_back(std::make_shared<ProcessSet>(0, all, std::move(dp), settings_.cache_capacity));
   if (rank_ == 0 && !settings_.timeline_path.empty())
     timeline_.start(settings_.timeline_path, settings_.timeline_mark_cycles);
@@ -62,13 +77,20 @@ void Runtime::stop() {
 
 Runtime::~Runtime() { stop(); }
 
+// Called on every enqueue: cheap when the background thread already knows
+// there is work (it reads last_work_ns_ for the batching window).
 void Runtime::wake() {
+  last_work_ns_.store(now_ns(), std::memory_order_relaxed);
+  if (work_.load(std::memory_order_seq_cst)) return;
   {
     std::lock_guard<std::mutex> lock(work_mu_);
-    if (!work_) first_work_ = Clock::now();
-    work_ = true;
+    if (!work_) {
+      first_work_ = Clock::now();
+      work_.store(true, std::memory_order_seq_cst);
+    }
   }
   work_cv_.notify_one();
+  world_->wake_self();
 }
 
 void Runtime::throw_if_broken() const {
@@ -308,8 +330,16 @@ std::vector<std::shared_ptr<ProcessSet>> Runtime::sets_snapshot() const {
 
 void Runtime::loop() {
   pthread_setname_np(pthread_self(), "tandem-runtime");
+  // The batching window sleeps for tens of µs; the default timer slack
+  // (50 µs) would more than double that.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   try {
-    while (cycle_all()) {
+    for (;;) {
+      if (!wait_for_work()) {
+        check_stalls();
+        continue;
+      }
+      if (!cycle_all()) break;
     }
   } catch (const std::exception& e) {
     log_(LogLevel::kError, e.what());
@@ -317,19 +347,62 @@ void Runtime::loop() {
   }
 }
 
-void Runtime::wait_for_work() {
-  std::unique_lock<std::mutex> lock(work_mu_);
-  work_cv_.wait_for(lock, ms(settings_.idle_wait_ms), [&] { return work_ || stop_; });
-  if (work_ && !stop_ && settings_.cycle_time_ms > 0) {
-    // The batching window: tensors enqueued back to back share this cycle.
-    auto until = first_work_ + ms(settings_.cycle_time_ms);
-    work_cv_.wait_until(lock, until, [&] { return stop_.load(); });
+bool Runtime::has_local_work() const {
+  return work_.load(std::memory_order_seq_cst) || stop_.load(std::memory_order_seq_cst) ||
+         fatal_set_.load(std::memory_order_relaxed);
+}
+
+// Returns true when this rank should run a cycle now: it has work of its own
+// (after the batching window), a peer asked for one, or (across nodes) the
+// idle wait passed; false when it only woke to look at stalls.
+bool Runtime::wait_for_work() {
+  if (!has_local_work()) {
+    if (world_->can_wake_members()) {
+      // Sleep until work arrives here or a peer asks for the next cycle;
+      // no empty rounds, so an idle engine costs no CPU.
+      const bool asked = world_->wait_for_round(cycles_done_, Clock::now() + kIdleCheck,
+                                                [this] { return has_local_work(); });
+      if (!has_local_work()) return asked;  // a peer's cycle: join it at once
+    } else {
+      // Across nodes peers cannot wake us: an empty round every idle wait
+      // lets a peer with work proceed.
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait_for(lock, ms(settings_.idle_wait_ms), [&] { return has_local_work(); });
+      if (!has_local_work()) return true;
+    }
   }
-  work_ = false;
+  batching_window();
+  std::lock_guard<std::mutex> lock(work_mu_);
+  work_.store(false, std::memory_order_seq_cst);
+  return true;
+}
+
+// Tensors enqueued back to back share a cycle: wait until enqueues pause
+// for kQuietGap, at most TANDEM_CYCLE_TIME after the first one. Enqueues do
+// not wake this sleep (that would cost a wake-up per tensor); it looks at
+// the time of the latest one when it ends.
+void Runtime::batching_window() {
+  if (settings_.cycle_time_ms <= 0) return;
+  Clock::time_point cap;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    cap = first_work_ + ms(settings_.cycle_time_ms);
+  }
+  while (!stop_) {
+    const Clock::time_point last{std::chrono::duration_cast<Clock::duration>(
+        std::chrono::nanoseconds(last_work_ns_.load(std::memory_order_relaxed)))};
+    const auto until = std::min(cap, last + kQuietGap);
+    if (Clock::now() >= until) return;
+    std::this_thread::sleep_until(until);
+  }
 }
 
 bool Runtime::cycle_all() {
-  wait_for_work();
+  // Peers that sleep wake for this cycle (one node); the request is the
+  // same on every rank, so asking again for a cycle a peer asked for is
+  // harmless.
+  world_->request_round(cycles_done_ + 1);
+  ++cycles_done_;
   counters_.add(Counter::kCycles);
   timeline_.mark_cycle();
   bool shutdown_seen = false;
@@ -593,6 +666,7 @@ void Runtime::check_stalls() {
     if (!fatal.empty() && fatal_.empty()) {
       log_(LogLevel::kError, fatal);
       fatal_ = fatal;
+      fatal_set_ = true;  // a cycle carries the shutdown to the other ranks
     }
   }
 }

@@ -3,8 +3,12 @@
 // counters. Frameworks enqueue named operations from any thread and get a
 // handle; the background thread runs cycles:
 //
-//   wait for work (or TANDEM_IDLE_WAIT, so that peers with work proceed),
-//   let the batching window (TANDEM_CYCLE_TIME) pass,
+//   wait for work: tensors enqueued here, or a peer asking for a round
+//     (on one node peers wake each other through the shared segment;
+//     across nodes an idle rank runs an empty round every TANDEM_IDLE_WAIT
+//     so that peers with work proceed),
+//   with work of its own, let the batching window pass: it closes once
+//     enqueues pause (kQuietGap) or TANDEM_CYCLE_TIME after the first,
 //   for each process set this rank belongs to, in id order:
 //     exchange this cycle's announcements, decide (coordinator.h),
 //     plan fusion (fusion_plan.h), run the batches (executor.h),
@@ -89,7 +93,9 @@ class Runtime {
 
  private:
   void loop();
-  void wait_for_work();
+  bool wait_for_work();  // false: woke for the stall inspector only
+  bool has_local_work() const;
+  void batching_window();
   bool cycle_all();  // false once the runtime stops
   bool cycle(ProcessSet& set, bool* shutdown_seen);
   CycleMessage announce(ProcessSet& set);
@@ -124,10 +130,14 @@ class Runtime {
   std::mutex join_mu_;
   std::shared_ptr<HandleState> join_handle_;
 
+  DataPath* world_ = nullptr;  // the global set's (lives as long as the runtime)
+  uint64_t cycles_done_ = 0;   // the same on every rank (bg thread)
   std::mutex work_mu_;
   std::condition_variable work_cv_;
-  bool work_ = false;
-  std::chrono::steady_clock::time_point first_work_;
+  std::atomic<bool> work_{false};          // set under work_mu_, cleared by the bg thread
+  std::chrono::steady_clock::time_point first_work_;  // under work_mu_
+  std::atomic<int64_t> last_work_ns_{0};   // steady clock, of the latest enqueue
+  std::atomic<bool> fatal_set_{false};     // fatal_ is not empty
   std::atomic<bool> stop_{false};
   std::mutex stop_mu_;
 

@@ -99,6 +99,7 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
                            std::to_string(n_) + " local ranks");
   }
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
+  doorbell_ = std::make_unique<Doorbell>(control(), me_, n_);
   // Once everyone has mapped the segment nobody needs the name: unlink now so
   // that a crash from here on leaves nothing in /dev/shm.
   bootstrap.barrier(options.timeout);

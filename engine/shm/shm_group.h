@@ -26,6 +26,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/reduce.h"
+#include "shm/doorbell.h"
 #include "shm/node_sync.h"
 #include "shm/segment.h"
 
@@ -76,6 +77,9 @@ class ShmGroup {
   void free(void* p);
   bool in_arena(const void* p, size_t bytes) const;
 
+  // Round wake-ups among the local ranks (shm/doorbell.h), for the runtime.
+  Doorbell& doorbell() { return *doorbell_; }
+
   // Fails every local rank's current and next operations with `kind`.
   void abort(AbortKind kind, const std::string& message) { sync_->abort(kind, message); }
   // Throws the failure a local rank recorded, if any.
@@ -96,6 +100,7 @@ class ShmGroup {
   size_t control_bytes_ = 0;
   SharedSegment seg_;
   std::unique_ptr<NodeSync> sync_;
+  std::unique_ptr<Doorbell> doorbell_;
   uint64_t step_ = 0;
 
   std::mutex alloc_mu_;
