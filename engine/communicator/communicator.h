@@ -76,6 +76,14 @@ class Communicator {
   // Communicator stays usable). Counts are elements. recv == send is in place.
   void allreduce(const void* send, void* recv, size_t count, tandem_dtype_t dtype, tandem_op_t op,
                  double prescale = 1.0, double postscale = 1.0);
+  // As allreduce in place on buf, except that the result is handed to `out`
+  // in pieces (byte offset in the result, the bytes, their length; every
+  // byte once, in increasing offset order) instead of being written to buf,
+  // whose content is undefined afterwards. The runtime unpacks a fused buffer
+  // straight into the tensors this way: one pass over memory fewer.
+  using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
+  void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                    double prescale, double postscale, const ResultSink& out);
   void broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root);
   void allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype);
   // recv_counts has size() entries; send_count must be recv_counts[rank].
@@ -109,7 +117,8 @@ class Communicator {
   void poison(const std::exception_ptr& e);
   std::exception_ptr prefer_local_record(std::exception_ptr e);
   Transport& world_transport();
-  void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r);
+  void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r,
+                              const ResultSink* out = nullptr);
 
   std::unique_ptr<Bootstrap> bootstrap_;
   TransportFactory connect_;

@@ -110,6 +110,12 @@ void CommunicatorDataPath::allreduce(void* buf, size_t count, tandem_dtype_t dty
   comm_->allreduce(buf, buf, count, dtype, op, prescale, postscale);
 }
 
+void CommunicatorDataPath::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype,
+                                        tandem_op_t op, double prescale, double postscale,
+                                        const ResultSink& out) {
+  comm_->allreduce_to(buf, count, dtype, op, prescale, postscale, out);
+}
+
 void CommunicatorDataPath::broadcast(void* buf, size_t bytes, int root) {
   comm_->broadcast(buf, bytes, TANDEM_UINT8, root);
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "collectives/reduce.h"
 #include "tandem/tandem.h"
 
 namespace tandem::runtime {
@@ -60,6 +61,17 @@ class DataPath {
   // In place on buf: buf = postscale * op(prescale * buf over members).
   virtual void allreduce(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
                          double prescale, double postscale) = 0;
+  // As allreduce, but the result goes to `out` in pieces (byte offset in the
+  // result, the bytes, their length; every byte once, in increasing offset
+  // order) and buf's content is undefined afterwards: the runtime unpacks a
+  // fused buffer straight into the tensors. By default: allreduce, then all
+  // of buf at once.
+  using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
+  virtual void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                            double prescale, double postscale, const ResultSink& out) {
+    allreduce(buf, count, dtype, op, prescale, postscale);
+    out(0, buf, count * dtype_size(dtype));
+  }
   // root is a set rank.
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;
   // recv holds sum(recv_bytes), member r's block at offset sum(recv_bytes[0..r)).

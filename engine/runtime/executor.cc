@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/errors.h"
+#include "shm/stream_copy.h"
 
 namespace tandem::runtime {
 namespace {
@@ -78,16 +79,53 @@ void run_allreduce_batch(ExecContext& ctx, const std::vector<const Response*>& r
     ctx.timeline.begin(q.name, "ALLREDUCE");
     offset += q.bytes();
   }
-  ctx.data_path.allreduce(buf, total_bytes / esize, static_cast<tandem_dtype_t>(lead.dtype),
-                          static_cast<tandem_op_t>(lead.op), lead.prescale, lead.postscale);
+  // The result goes straight from the reduction into the tensors (no pass
+  // over the fusion buffer): each piece is cut at tensor boundaries. Pieces
+  // come in increasing offset order, so a cursor finds the tensor.
+  struct Target {
+    size_t offset;
+    size_t bytes;
+    uint8_t* dst;
+  };
+  std::vector<Target> targets;
+  targets.reserve(responses.size());
   offset = 0;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Request& q = responses[i]->first();
+    if (entries[i] && q.bytes() > 0)
+      targets.push_back({offset, q.bytes(), static_cast<uint8_t*>(entries[i]->output)});
+    offset += q.bytes();
+  }
+  const bool streaming = total_bytes >= kStreamingBytes;
+  size_t cursor = 0;
+  auto unpack = [&](size_t at, const void* data, size_t bytes) {
+    const auto* src = static_cast<const uint8_t*>(data);
+    if (cursor >= targets.size() || targets[cursor].offset > at) cursor = 0;
+    while (bytes > 0) {
+      while (cursor < targets.size() && targets[cursor].offset + targets[cursor].bytes <= at)
+        ++cursor;
+      if (cursor == targets.size()) return;  // the rest belongs to no output (joined ranks)
+      const Target& t = targets[cursor];
+      if (t.offset > at) {  // a gap: a member without output on this rank
+        const size_t skip = std::min(bytes, t.offset - at);
+        at += skip, src += skip, bytes -= skip;
+        continue;
+      }
+      const size_t n = std::min(bytes, t.offset + t.bytes - at);
+      if (streaming) stream_copy(t.dst + (at - t.offset), src, n);
+      else std::memcpy(t.dst + (at - t.offset), src, n);
+      at += n, src += n, bytes -= n;
+    }
+  };
+  ctx.data_path.allreduce_to(buf, total_bytes / esize, static_cast<tandem_dtype_t>(lead.dtype),
+                             static_cast<tandem_op_t>(lead.op), lead.prescale, lead.postscale,
+                             unpack);
+  // The copy out happened inside the collective; COPY_OUT marks its end.
   for (size_t i = 0; i < responses.size(); ++i) {
     const Request& q = responses[i]->first();
     ctx.timeline.end(q.name);
     ctx.timeline.begin(q.name, "COPY_OUT");
-    if (entries[i] && q.bytes() > 0) std::memcpy(entries[i]->output, buf + offset, q.bytes());
     ctx.timeline.end(q.name);
-    offset += q.bytes();
   }
 }
 

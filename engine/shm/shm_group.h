@@ -53,13 +53,21 @@ class ShmGroup {
   // Called after this rank reduced its part of a step, with that part (in
   // place); the hierarchical allreduce reduces it across nodes here.
   using PartHook = std::function<void(void* part, size_t count)>;
+  // Where an allreduce's result goes instead of recv: called with pieces of
+  // the result (byte offset in it, the bytes, their length), every byte
+  // exactly once, in increasing offset order. The runtime unpacks a fused
+  // buffer straight into the tensors this way, saving a pass over memory.
+  using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
 
   // The collectives below are called by every local rank, in the same order.
   // recv may equal send (in place); other overlaps are not allowed.
   // With a hook, r.finalize is the hook's business: the node stage only
   // combines (and prescales).
+  // With a sink the result goes there and recv is scratch (its content is
+  // undefined afterwards). In place on a buffer in this rank's arena (every
+  // local rank's, see allreduce_in_arena) it takes fewer barriers.
   void allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                 const PartHook& hook = {});
+                 const PartHook& hook = {}, const ResultSink* sink = nullptr);
   void broadcast(void* buf, size_t bytes, int root);
   // bytes[j] from local rank j, packed in local rank order into recv.
   void allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
@@ -87,7 +95,10 @@ class ShmGroup {
   bool aborted() const { return sync_->aborted(); }
 
  private:
-  void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r);
+  void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
+                       const ResultSink* sink);
+  void allreduce_in_arena(char* buf, size_t count, const Reduction& r, const PartHook& hook,
+                          const ResultSink* sink, int parity);
   char* staging(int rank, int parity) const;
   size_t offset_of(const void* p) const { return static_cast<size_t>(static_cast<const char*>(p) - seg_.base()); }
   ControlBlock* control() const { return reinterpret_cast<ControlBlock*>(seg_.base()); }
