@@ -22,7 +22,8 @@ using Clock = std::chrono::steady_clock;
 // apart, from C or Python) gets them into one cycle, and the cycle does not
 // wait out TANDEM_CYCLE_TIME for tensors that are not coming.
 constexpr auto kQuietGap = std::chrono::microseconds(20);
-// How often an idle rank that peers can wake looks at the stall inspector.
+// How often an idle rank that peers can wake looks at the stall inspector
+// (more often when the stall check time is short).
 constexpr auto kIdleCheck = std::chrono::seconds(1);
 
 int64_t now_ns() {
@@ -360,7 +361,10 @@ bool Runtime::wait_for_work() {
     if (world_->can_wake_members()) {
       // Sleep until work arrives here or a peer asks for the next cycle;
       // no empty rounds, so an idle engine costs no CPU.
-      const bool asked = world_->wait_for_round(cycles_done_, Clock::now() + kIdleCheck,
+      Clock::duration check = kIdleCheck;
+      if (settings_.stall_check_seconds > 0)
+        check = std::min(check, ms(settings_.stall_check_seconds * 1000 / 4));
+      const bool asked = world_->wait_for_round(cycles_done_, Clock::now() + check,
                                                 [this] { return has_local_work(); });
       if (!has_local_work()) return asked;  // a peer's cycle: join it at once
     } else {
