@@ -9,20 +9,33 @@ HandleState::HandleState(tandem_handle_t id, int tensors)
 
 void HandleState::complete_one(int index, tandem_result_t result, const std::string& error,
                                TensorOutput output) {
+  if (complete_one_quietly(index, result, error, std::move(output))) publish();
+}
+
+bool HandleState::complete_one_quietly(int index, tandem_result_t result,
+                                       const std::string& error, TensorOutput output) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_ || remaining_ <= 0) return false;
+  if (result != TANDEM_SUCCESS && result_ == TANDEM_SUCCESS) {
+    result_ = result;
+    error_ = error;
+  }
+  if (index >= 0 && static_cast<size_t>(index) < outputs_.size())
+    outputs_[index] = std::move(output);
+  if (--remaining_ > 0) return false;
+  done_ = true;
+  return true;
+}
+
+// The callback runs once, here or in set_callback (which sees done_).
+void HandleState::publish() {
   tandem_callback_t cb = nullptr;
   void* user = nullptr;
   tandem_result_t final_result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_ || remaining_ <= 0) return;
-    if (result != TANDEM_SUCCESS && result_ == TANDEM_SUCCESS) {
-      result_ = result;
-      error_ = error;
-    }
-    if (index >= 0 && static_cast<size_t>(index) < outputs_.size())
-      outputs_[index] = std::move(output);
-    if (--remaining_ > 0) return;
-    done_ = true;
+    if (!done_ || published_) return;
+    published_ = true;
     final_result = result_;
     cb = callback_;
     user = user_;

@@ -30,6 +30,15 @@ class HandleState {
   // Called by the background thread once per tensor.
   void complete_one(int index, tandem_result_t result, const std::string& error,
                     TensorOutput output = {});
+  // As complete_one, but a handle that becomes done is not announced
+  // (waiters woken, callback run) until publish(): the runtime finishes a
+  // whole fused batch first, so that a woken waiter finds the batch's other
+  // handles done instead of sleeping again on each (on a busy node every
+  // such wake-up is a context switch with the runtime thread).
+  // Returns whether the handle became done.
+  bool complete_one_quietly(int index, tandem_result_t result, const std::string& error,
+                            TensorOutput output = {});
+  void publish();
   void set_received_splits(std::vector<int64_t> splits);
   // Join: the last rank to join; add_process_set: the new set's id.
   void set_int_result(int value);
@@ -60,6 +69,7 @@ class HandleState {
   std::vector<TensorOutput> outputs_;
   std::vector<int64_t> received_splits_;
   int int_result_ = -1;
+  bool published_ = false;
   tandem_callback_t callback_ = nullptr;
   void* user_ = nullptr;
 };

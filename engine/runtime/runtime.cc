@@ -515,6 +515,17 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
       if (it != set.pending.end()) entries[i] = &it->second;
     }
   }
+  // Handles done in the current batch, announced together (handle.h); also
+  // when a collective throws, so that no waiter misses its wake-up.
+  struct Done {
+    std::vector<std::shared_ptr<HandleState>> handles;
+    void publish() {
+      for (auto& h : handles) h->publish();
+      handles.clear();
+    }
+    ~Done() { publish(); }
+  } done;
+  auto publish = [&] { done.publish(); };
   auto finish = [&](size_t i, tandem_result_t code, const std::string& error,
                     TensorOutput out = {}, std::vector<int64_t> splits = {}, int value = -1) {
     if (!entries[i]) return;
@@ -527,7 +538,8 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
     entries[i] = nullptr;
     if (!splits.empty()) h->set_received_splits(std::move(splits));
     if (value >= 0) h->set_int_result(value);
-    h->complete_one(index, code, error, std::move(out));
+    if (h->complete_one_quietly(index, code, error, std::move(out)))
+      done.handles.push_back(std::move(h));
   };
   for (size_t i = 0; i < responses.size(); ++i) {
     if (!entries[i]) continue;
@@ -537,6 +549,7 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
 
   ExecContext ctx{set.data_path(), timeline_, counters_, me, set.global_ranks()};
   for (const Batch& b : plan_fusion(responses, settings_.fusion_threshold_bytes)) {
+    publish();  // the previous batch's
     Response& lead = responses[b.members.front()];
     const size_t i0 = b.members.front();
     if (lead.kind == Response::Kind::kJoin) {
