@@ -94,6 +94,22 @@ void Runtime::wake() {
   world_->wake_self();
 }
 
+Runtime::BlockedWaiter::BlockedWaiter(Runtime& rt, const HandleState& h) {
+  if (h.done()) return;
+  rt_ = &rt;
+  rt.blocked_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  if (rt.in_window_.load(std::memory_order_seq_cst)) {
+    // Taking the lock orders this with the window's predicate check, so
+    // the notification cannot fall between its check and its sleep.
+    { std::lock_guard<std::mutex> lock(rt.work_mu_); }
+    rt.work_cv_.notify_one();
+  }
+}
+
+Runtime::BlockedWaiter::~BlockedWaiter() {
+  if (rt_) rt_->blocked_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
 void Runtime::throw_if_broken() const {
   std::lock_guard<std::mutex> lock(broken_mu_);
   switch (broken_code_) {
@@ -382,23 +398,26 @@ bool Runtime::wait_for_work() {
 }
 
 // Tensors enqueued back to back share a cycle: wait until enqueues pause
-// for kQuietGap, at most TANDEM_CYCLE_TIME after the first one. Enqueues do
+// for kQuietGap, at most TANDEM_CYCLE_TIME after the first one, or until an
+// API thread blocks on a handle (it has enqueued what it had). Enqueues do
 // not wake this sleep (that would cost a wake-up per tensor); it looks at
 // the time of the latest one when it ends.
 void Runtime::batching_window() {
   if (settings_.cycle_time_ms <= 0) return;
-  Clock::time_point cap;
-  {
-    std::lock_guard<std::mutex> lock(work_mu_);
-    cap = first_work_ + ms(settings_.cycle_time_ms);
-  }
-  while (!stop_) {
+  std::unique_lock<std::mutex> lock(work_mu_);
+  const Clock::time_point cap = first_work_ + ms(settings_.cycle_time_ms);
+  in_window_.store(true, std::memory_order_seq_cst);
+  auto close = [&] {
+    return stop_.load() || blocked_waiters_.load(std::memory_order_seq_cst) > 0;
+  };
+  while (!close()) {
     const Clock::time_point last{std::chrono::duration_cast<Clock::duration>(
         std::chrono::nanoseconds(last_work_ns_.load(std::memory_order_relaxed)))};
     const auto until = std::min(cap, last + kQuietGap);
-    if (Clock::now() >= until) return;
-    std::this_thread::sleep_until(until);
+    if (Clock::now() >= until) break;
+    work_cv_.wait_until(lock, until, close);
   }
+  in_window_.store(false, std::memory_order_seq_cst);
 }
 
 bool Runtime::cycle_all() {

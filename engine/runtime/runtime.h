@@ -84,6 +84,20 @@ class Runtime {
   // Members by set rank; throws InvalidArgument for an unknown id.
   std::vector<int> process_set_ranks(int id) const;
 
+  // Held by an API thread while it blocks on a handle that is not done: a
+  // framework that waits has enqueued what it had, so the batching window
+  // closes at once instead of waiting for enqueues to pause.
+  class BlockedWaiter {
+   public:
+    BlockedWaiter(Runtime& rt, const HandleState& h);
+    ~BlockedWaiter();
+    BlockedWaiter(const BlockedWaiter&) = delete;
+    BlockedWaiter& operator=(const BlockedWaiter&) = delete;
+
+   private:
+    Runtime* rt_ = nullptr;
+  };
+
   HandleTable& handles() { return handles_; }
   Timeline& timeline() { return timeline_; }
   const Counters& counters() const { return counters_; }
@@ -138,6 +152,8 @@ class Runtime {
   std::chrono::steady_clock::time_point first_work_;  // under work_mu_
   std::atomic<int64_t> last_work_ns_{0};   // steady clock, of the latest enqueue
   std::atomic<bool> fatal_set_{false};     // fatal_ is not empty
+  std::atomic<int> blocked_waiters_{0};    // API threads in a handle wait
+  std::atomic<bool> in_window_{false};     // the bg thread is in the batching window
   std::atomic<bool> stop_{false};
   std::mutex stop_mu_;
 
