@@ -177,7 +177,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, tandem_
 }
 
 void Communicator::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
-                                double prescale, double postscale, const ResultSink& out) {
+                                double prescale, double postscale, const ResultSink& out,
+                                const InputSource* source) {
   check_reduction("allreduce", dtype, op, prescale, postscale);
   need_buffer("allreduce", "buf", buf, count);
   if (!out) throw InvalidArgument("allreduce_to: no result sink given");
@@ -185,22 +186,24 @@ void Communicator::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, t
   Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
     if (id_.cross_size == 1)
-      shm_->allreduce(buf, buf, count, r, {}, &out);
+      shm_->allreduce(buf, buf, count, r, {}, &out, source);
     else
-      hierarchical_allreduce(buf, buf, count, r, &out);
+      hierarchical_allreduce(buf, buf, count, r, &out, source);
   });
 }
 
 void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t count,
-                                          const Reduction& r, const ResultSink* out) {
+                                          const Reduction& r, const ResultSink* out,
+                                          const InputSource* source) {
   Reduction across = r;
   across.prescale = 1.0;  // applied once, inside the node
   if (uniform_) {
     shm_->allreduce(send, recv, count, r, [&](void* part, size_t n) {
       tandem::allreduce(*cross_, part, n, across);
-    }, out);
+    }, out, source);
     return;
   }
+  if (source) copy_from_source(*source, 0, recv, count * dtype_size(r.dtype));  // recv == send
   Reduction node = r;
   node.finalize = false;
   shm_->allreduce(send, recv, count, node);

@@ -30,6 +30,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/reduce.h"
+#include "common/input_source.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -81,9 +82,15 @@ class Communicator {
   // byte once, in increasing offset order) instead of being written to buf,
   // whose content is undefined afterwards. The runtime unpacks a fused buffer
   // straight into the tensors this way: one pass over memory fewer.
+  // With a source (shm/shm_group.h: a pointer to the input at a byte offset
+  // and how many bytes lie there in a row) buf's content on entry does not
+  // matter: the input is copied in only where peers read it in place, and
+  // this rank's own parts are reduced straight from the source.
   using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
+  using InputSource = tandem::InputSource;
   void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
-                    double prescale, double postscale, const ResultSink& out);
+                    double prescale, double postscale, const ResultSink& out,
+                    const InputSource* source = nullptr);
   void broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root);
   void allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype);
   // recv_counts has size() entries; send_count must be recv_counts[rank].
@@ -118,7 +125,8 @@ class Communicator {
   std::exception_ptr prefer_local_record(std::exception_ptr e);
   Transport& world_transport();
   void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                              const ResultSink* out = nullptr);
+                              const ResultSink* out = nullptr,
+                              const InputSource* source = nullptr);
 
   std::unique_ptr<Bootstrap> bootstrap_;
   TransportFactory connect_;

@@ -112,8 +112,8 @@ void CommunicatorDataPath::allreduce(void* buf, size_t count, tandem_dtype_t dty
 
 void CommunicatorDataPath::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype,
                                         tandem_op_t op, double prescale, double postscale,
-                                        const ResultSink& out) {
-  comm_->allreduce_to(buf, count, dtype, op, prescale, postscale, out);
+                                        const ResultSink& out, const InputSource* source) {
+  comm_->allreduce_to(buf, count, dtype, op, prescale, postscale, out, source);
 }
 
 void CommunicatorDataPath::broadcast(void* buf, size_t bytes, int root) {

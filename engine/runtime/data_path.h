@@ -21,6 +21,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/reduce.h"
+#include "common/input_source.h"
 #include "tandem/tandem.h"
 
 namespace tandem::runtime {
@@ -66,11 +67,18 @@ class DataPath {
   // order) and buf's content is undefined afterwards: the runtime unpacks a
   // fused buffer straight into the tensors. By default: allreduce, then all
   // of buf at once.
+  // With a source (a pointer to the input at a byte offset and how many
+  // bytes lie there in a row) buf need not hold the input: the data path
+  // copies in only what peers read in place (by default: all of it).
   using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
+  using InputSource = tandem::InputSource;
   virtual void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
-                            double prescale, double postscale, const ResultSink& out) {
+                            double prescale, double postscale, const ResultSink& out,
+                            const InputSource* source = nullptr) {
+    const size_t bytes = count * dtype_size(dtype);
+    if (source) copy_from_source(*source, 0, buf, bytes);
     allreduce(buf, count, dtype, op, prescale, postscale);
-    out(0, buf, count * dtype_size(dtype));
+    out(0, buf, bytes);
   }
   // root is a set rank.
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;

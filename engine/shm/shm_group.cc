@@ -188,11 +188,21 @@ void ShmGroup::barrier() { sync_->barrier("barrier"); }
 // The first step also publishes whether this rank's call is in place on its
 // arena; when every local rank's is, all take allreduce_in_arena from there.
 void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                         const PartHook& hook, const ResultSink* sink) {
+                         const PartHook& hook, const ResultSink* sink,
+                         const InputSource* source) {
   const size_t es = dtype_size(r.dtype);
   if (count == 0) return;
-  if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
+  if (source && send != recv) throw InvalidArgument("allreduce: an input source needs send == recv");
   const bool zero_copy = in_arena(send, count * es);
+  if (source && (!zero_copy || (!hook && count * es <= kSmallBytes))) {
+    // Peers do not read this buffer in place: all of the input goes in.
+    copy_from_source(*source, 0, static_cast<char*>(recv), count * es);
+    source = nullptr;
+  }
+  if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
+  // In the arena, peers read the parts they reduce from this buffer: those
+  // go in now; this rank's own parts only if the ranks take the staged path.
+  if (source) fill_parts(*source, static_cast<char*>(recv), count, es, me_, true);
   const bool streaming = count * es >= kStreamingBytes;
   const size_t step_elems = chunk_ / es;
   std::vector<const void*> in(n_);
@@ -221,7 +231,8 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
       for (int j = 0; j < n_; ++j)
         all_in_arena = all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
       if (all_in_arena)
-        return allreduce_in_arena(static_cast<char*>(recv), count, r, hook, sink, b);
+        return allreduce_in_arena(static_cast<char*>(recv), count, r, hook, sink, source, b);
+      if (source) fill_parts(*source, static_cast<char*>(recv), count, es, me_, false);
     }
     if (hi > lo) {
       for (int j = 0; j < n_; ++j)
@@ -257,8 +268,25 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
 // (the same parts, so that a cross-node hook pairs the same parts on every
 // node whichever path a node takes), and they keep the copy-out reading
 // what the owner just wrote while it is still in cache.
+void ShmGroup::fill_parts(const InputSource& source, char* buf, size_t count, size_t es,
+                          int who, bool others) const {
+  const size_t step_elems = chunk_ / es;
+  for (size_t start = 0; start < count; start += step_elems) {
+    const size_t m = std::min(step_elems, count - start);
+    size_t lo, hi;
+    split(m, n_, who, es, &lo, &hi);
+    if (others) {
+      copy_from_source(source, start * es, buf + start * es, lo * es);
+      copy_from_source(source, (start + hi) * es, buf + (start + hi) * es, (m - hi) * es);
+    } else {
+      copy_from_source(source, (start + lo) * es, buf + (start + lo) * es, (hi - lo) * es);
+    }
+  }
+}
+
 void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
-                                  const PartHook& hook, const ResultSink* sink, int parity) {
+                                  const PartHook& hook, const ResultSink* sink,
+                                  const InputSource* source, int parity) {
   const size_t es = dtype_size(r.dtype);
   const bool streaming = count * es >= kStreamingBytes;
   const size_t step_elems = chunk_ / es;
@@ -273,9 +301,26 @@ void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
     size_t lo, hi;
     split(m, n_, me_, es, &lo, &hi);
     if (hi > lo) {
-      for (int j = 0; j < n_; ++j) in[j] = base[j] + (start + lo) * es;
       char* part = buf + (start + lo) * es;
-      reduce(part, in, n_, hi - lo, stage);
+      if (source) {
+        // This rank's input of its own part is read where the source has it,
+        // piece by piece; the peers' from their buffers, as always.
+        for (size_t at = (start + lo) * es, end = (start + hi) * es; at < end;) {
+          size_t n = 0;
+          const void* p = (*source)(at, &n);
+          if (!p || n == 0 || n % es != 0)
+            throw Error("allreduce: the input source gave no whole elements at byte " +
+                        std::to_string(at));
+          n = std::min(n, end - at);
+          for (int j = 0; j < n_; ++j) in[j] = base[j] + at;
+          in[me_] = p;
+          reduce(buf + at, in, n_, n / es, stage);
+          at += n;
+        }
+      } else {
+        for (int j = 0; j < n_; ++j) in[j] = base[j] + (start + lo) * es;
+        reduce(part, in, n_, hi - lo, stage);
+      }
       if (hook) hook(part, hi - lo);
     }
     sync_->barrier("allreduce (shared memory)");

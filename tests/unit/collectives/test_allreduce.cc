@@ -2,6 +2,7 @@
 // the properties a sweep of exact values cannot show: float16 accumulates in
 // float32, results are bitwise identical on every rank and run to run, and
 // buffers in the shared arena are reduced in place.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <random>
@@ -154,12 +155,15 @@ TEST(Allreduce, SharedArenaBuffers) {
 // byte once, in increasing offset order, with the right values; on one node,
 // two uniform nodes (cross-node hook per part) and an uneven layout; with
 // every rank's buffer in its arena (the in-arena path), none, and only some
-// (the ranks must then agree on the staged path); and below the small-message
-// size.
+// (the ranks must then agree on the staged path); below the small-message
+// size; with the input in the buffer, or in pieces of odd sizes behind an
+// input source (the buffer then holds garbage, so a part read from it
+// instead of the source shows up as a wrong value).
 TEST(Allreduce, ResultSinkGetsEveryByteOnceInOrder) {
   for (auto layout : {std::vector<int>{}, std::vector<int>{2, 2}, std::vector<int>{3, 1}}) {
     for (int where = 0; where < 3; ++where) {  // 0 all in arena, 1 none, 2 rank 0 only
       for (size_t count : {size_t{300}, size_t{50000}}) {
+        for (bool with_source : {false, true}) {
         run_world(4, layout, [&](Communicator& c) {
           const int me = c.identity().rank;
           const bool shared = where == 0 || (where == 2 && me == 0);
@@ -171,7 +175,24 @@ TEST(Allreduce, ResultSinkGetsEveryByteOnceInOrder) {
             heap.resize(count);
             buf = heap.data();
           }
-          for (size_t i = 0; i < count; ++i) buf[i] = static_cast<int32_t>(i % 1000) * (me + 1);
+          std::vector<int32_t> input(count);
+          for (size_t i = 0; i < count; ++i) input[i] = static_cast<int32_t>(i % 1000) * (me + 1);
+          // Pieces of 1..97 elements, the same cut on every rank or not.
+          std::vector<size_t> cuts{0};
+          for (size_t at = 0; at < count;) {
+            at = std::min(count, at + 1 + (at * 7 + static_cast<size_t>(me) * 13) % 97);
+            cuts.push_back(at);
+          }
+          Communicator::InputSource source = [&](size_t off, size_t* bytes) -> const void* {
+            const size_t e = off / 4;
+            auto it = std::upper_bound(cuts.begin(), cuts.end(), e);
+            *bytes = (*it - e) * 4;
+            return input.data() + e;
+          };
+          if (with_source)
+            std::fill(buf, buf + count, 0x7F7F7F7F);
+          else
+            std::copy(input.begin(), input.end(), buf);
           std::vector<int32_t> out(count, -1);
           std::vector<int> seen(count * 4, 0);
           size_t next = 0;
@@ -183,16 +204,20 @@ TEST(Allreduce, ResultSinkGetsEveryByteOnceInOrder) {
                            ASSERT_LE(at + bytes, count * 4);
                            for (size_t k = at; k < at + bytes; ++k) ++seen[k];
                            std::memcpy(reinterpret_cast<char*>(out.data()) + at, data, bytes);
-                         });
+                         },
+                         with_source ? &source : nullptr);
           EXPECT_TRUE(ordered) << "rank " << me << ": pieces out of order";
           size_t wrong_count = 0, wrong_value = 0;
           for (size_t k = 0; k < seen.size(); ++k) wrong_count += seen[k] != 1;
           for (size_t i = 0; i < count; ++i)
             wrong_value += out[i] != static_cast<int32_t>(i % 1000) * 10;
           EXPECT_EQ(wrong_count, 0u) << "rank " << me << " where " << where << " count " << count;
-          EXPECT_EQ(wrong_value, 0u) << "rank " << me << " where " << where << " count " << count;
+          EXPECT_EQ(wrong_value, 0u) << "rank " << me << " where " << where << " count " << count
+                                     << (with_source ? " with a source" : "");
+          EXPECT_EQ(input[7], static_cast<int32_t>(7) * (me + 1)) << "the source was written";
           if (shared) c.free_shared(buf);
         });
+        }
       }
     }
   }
