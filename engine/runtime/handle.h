@@ -30,8 +30,8 @@ class HandleState {
   // Called by the background thread once per tensor.
   void complete_one(int index, tandem_result_t result, const std::string& error,
                     TensorOutput output = {});
-  // As complete_one, but a handle that becomes done is not announced
-  // (waiters woken, callback run) until publish(): the runtime finishes a
+  // As complete_one, but a handle whose last tensor this was is not done
+  // (for waiters, pollers and the callback) until publish(): the runtime finishes a
   // whole fused batch first, so that a woken waiter finds the batch's other
   // handles done instead of sleeping again on each (on a busy node every
   // such wake-up is a context switch with the runtime thread).
@@ -69,7 +69,7 @@ class HandleState {
   std::vector<TensorOutput> outputs_;
   std::vector<int64_t> received_splits_;
   int int_result_ = -1;
-  bool published_ = false;
+  bool finished_ = false;  // every tensor completed; done_ once published
   tandem_callback_t callback_ = nullptr;
   void* user_ = nullptr;
 };

@@ -25,6 +25,10 @@ constexpr auto kQuietGap = std::chrono::microseconds(20);
 // How often an idle rank that peers can wake looks at the stall inspector
 // (more often when the stall check time is short).
 constexpr auto kIdleCheck = std::chrono::seconds(1);
+// How often a rank whose tensors wait for peers runs a cycle anyway: a peer
+// that died after the cycle that announced them would never ask for one,
+// and only a collective notices it (the data path's liveness checks).
+constexpr auto kPendingCheck = std::chrono::milliseconds(100);
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
@@ -364,6 +368,16 @@ void Runtime::loop() {
   }
 }
 
+bool Runtime::has_pending() const {
+  for (const auto& set : sets_snapshot()) {
+    if (!set->member()) continue;
+    std::lock_guard<std::mutex> lock(set->mu);
+    if (!set->pending.empty()) return true;
+  }
+  std::lock_guard<std::mutex> lock(join_mu_);
+  return join_handle_ != nullptr;
+}
+
 bool Runtime::has_local_work() const {
   return work_.load(std::memory_order_seq_cst) || stop_.load(std::memory_order_seq_cst) ||
          fatal_set_.load(std::memory_order_relaxed);
@@ -377,12 +391,15 @@ bool Runtime::wait_for_work() {
     if (world_->can_wake_members()) {
       // Sleep until work arrives here or a peer asks for the next cycle;
       // no empty rounds, so an idle engine costs no CPU.
-      Clock::duration check = kIdleCheck;
+      const bool waiting = has_pending();
+      Clock::duration check = waiting ? Clock::duration(kPendingCheck) : kIdleCheck;
       if (settings_.stall_check_seconds > 0)
         check = std::min(check, ms(settings_.stall_check_seconds * 1000 / 4));
       const bool asked = world_->wait_for_round(cycles_done_, Clock::now() + check,
                                                 [this] { return has_local_work(); });
-      if (!has_local_work()) return asked;  // a peer's cycle: join it at once
+      // A peer's cycle: join it at once; a timeout with tensors waiting:
+      // a cycle, so that a lost peer fails them.
+      if (!has_local_work()) return asked || waiting;
     } else {
       // Across nodes peers cannot wake us: an empty round every idle wait
       // lets a peer with work proceed.

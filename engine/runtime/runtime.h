@@ -109,6 +109,7 @@ class Runtime {
   void loop();
   bool wait_for_work();  // false: woke for the stall inspector only
   bool has_local_work() const;
+  bool has_pending() const;  // tensors (or a join) of this rank not done yet
   void batching_window();
   bool cycle_all();  // false once the runtime stops
   bool cycle(ProcessSet& set, bool* shutdown_seen);
@@ -141,7 +142,7 @@ class Runtime {
   std::atomic<uint64_t> internal_seq_{0};
 
   // Join state of this rank (global set only).
-  std::mutex join_mu_;
+  mutable std::mutex join_mu_;
   std::shared_ptr<HandleState> join_handle_;
 
   DataPath* world_ = nullptr;  // the global set's (lives as long as the runtime)
