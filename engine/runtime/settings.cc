@@ -17,8 +17,9 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
        "scale are packed up to this size; 0 turns fusion off."},
       {"TANDEM_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "0.5",
        "Milliseconds: the longest batching window. When work arrives the cycle starts once "
-       "enqueues pause for 20 microseconds, or this long after the first, whichever comes "
-       "first, so that tensors enqueued back to back share a cycle; 0 starts it at once."},
+       "enqueues pause for 100 microseconds or a thread waits on a handle, at the latest "
+       "this long after the first enqueue, so that tensors enqueued back to back share a "
+       "cycle; 0 starts it at once."},
       {"TANDEM_IDLE_WAIT", nullptr, "1.0",
        "Milliseconds an idle rank waits for work before running an empty negotiation round, "
        "when its process set spans nodes (peers that have work are not held up). On one node "
