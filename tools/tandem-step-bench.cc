@@ -7,9 +7,11 @@
 // line printed holds the median and the best over the timed steps.
 //
 //   tandem-run -np 2 tandem-step-bench [-s 100] [-S 16K] [-l 10] [-L 4M] [-n 30] [-w 5]
+//   tandem-run -np 4 tandem-step-bench -i 5     (idle: CPU used while nothing is enqueued)
 //
 // contrib/bench/step.sh runs it beside one fused MPI_Allreduce of the same
 // bytes and gloo reducing the tensors one by one.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +41,14 @@ size_t parse_size(const char* s) {
   return static_cast<size_t>(v);
 }
 
+// CPU seconds this process used so far, every thread (the runtime's too).
+double cpu_seconds() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 void fail(const char* what) {
   std::fprintf(stderr, "tandem-step-bench: %s: %s\n", what, tandem_last_error());
   std::exit(1);
@@ -48,9 +58,10 @@ void fail(const char* what) {
 
 int main(int argc, char** argv) {
   int small = 100, large = 10, steps = 30, warmup = 5;
+  double idle = 0;
   size_t small_bytes = 16 << 10, large_bytes = 4 << 20;
   int c;
-  while ((c = getopt(argc, argv, "s:S:l:L:n:w:h")) != -1) {
+  while ((c = getopt(argc, argv, "s:S:l:L:n:w:i:h")) != -1) {
     switch (c) {
       case 's': small = std::atoi(optarg); break;
       case 'S': small_bytes = parse_size(optarg); break;
@@ -58,9 +69,10 @@ int main(int argc, char** argv) {
       case 'L': large_bytes = parse_size(optarg); break;
       case 'n': steps = std::atoi(optarg); break;
       case 'w': warmup = std::atoi(optarg); break;
+      case 'i': idle = std::atof(optarg); break;
       default:
         std::fprintf(stderr, "usage: tandem-step-bench [-s SMALL] [-S SMALL_BYTES] [-l LARGE] "
-                             "[-L LARGE_BYTES] [-n STEPS] [-w WARMUP]\n");
+                             "[-L LARGE_BYTES] [-n STEPS] [-w WARMUP] [-i IDLE_SECONDS]\n");
         return c == 'h' ? 0 : 2;
     }
   }
@@ -73,6 +85,23 @@ int main(int argc, char** argv) {
   tandem_rank(&rank);
   tandem_size(&size);
 
+  if (idle > 0) {
+    // An idle engine must not burn CPU: ranks share cores with each other and
+    // with the training process, which spends most of its time elsewhere.
+    if (tandem_barrier() != TANDEM_SUCCESS) fail("barrier");
+    const double c0 = cpu_seconds();
+    usleep(static_cast<useconds_t>(idle * 1e6));
+    double used = cpu_seconds() - c0, most = 0, sum = 0;
+    if (tandem_allreduce(&used, &most, 1, TANDEM_FLOAT64, TANDEM_MAX, 1.0, 1.0) != TANDEM_SUCCESS ||
+        tandem_allreduce(&used, &sum, 1, TANDEM_FLOAT64, TANDEM_SUM, 1.0, 1.0) != TANDEM_SUCCESS)
+      fail("allreduce of the CPU times");
+    if (rank == 0)
+      std::printf("tandem-idle np=%d seconds=%.1f cpu_ms_all_ranks=%.1f cpu_ms_busiest_rank=%.1f "
+                  "busiest_rank_percent_of_a_core=%.2f\n",
+                  size, idle, sum * 1e3, most * 1e3, 100.0 * most / idle);
+    tandem_finalize();
+    return 0;
+  }
   const int n = small + large;
   std::vector<std::vector<float>> in(n), out(n);
   std::vector<std::string> names(n);

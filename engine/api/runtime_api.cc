@@ -214,7 +214,8 @@ TANDEM_API tandem_result_t tandem_handle_poll(tandem_handle_t handle) {
 
 TANDEM_API tandem_result_t tandem_handle_wait(tandem_handle_t handle, double timeout_seconds) {
   tandem_result_t out = TANDEM_ERR_IN_PROGRESS;
-  tandem_result_t r = with_handle(handle, [&](rt::Runtime&, rt::HandleState& h) {
+  tandem_result_t r = with_handle(handle, [&](rt::Runtime& runtime, rt::HandleState& h) {
+    rt::Runtime::BlockedWaiter blocked(runtime, h);
     if (timeout_seconds < 0) h.wait();
     else
       h.wait_until(std::chrono::steady_clock::now() +

@@ -176,21 +176,40 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, tandem_
   });
 }
 
+void Communicator::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                                double prescale, double postscale, const ResultSink& out,
+                                const InputSource* source) {
+  check_reduction("allreduce", dtype, op, prescale, postscale);
+  need_buffer("allreduce", "buf", buf, count);
+  if (!out) throw InvalidArgument("allreduce_to: no result sink given");
+  if (count == 0) return;
+  Reduction r{dtype, op, prescale, true, postscale, id_.size};
+  run([&] {
+    if (id_.cross_size == 1)
+      shm_->allreduce(buf, buf, count, r, {}, &out, source);
+    else
+      hierarchical_allreduce(buf, buf, count, r, &out, source);
+  });
+}
+
 void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t count,
-                                          const Reduction& r) {
+                                          const Reduction& r, const ResultSink* out,
+                                          const InputSource* source) {
   Reduction across = r;
   across.prescale = 1.0;  // applied once, inside the node
   if (uniform_) {
     shm_->allreduce(send, recv, count, r, [&](void* part, size_t n) {
       tandem::allreduce(*cross_, part, n, across);
-    });
+    }, out, source);
     return;
   }
+  if (source) copy_from_source(*source, 0, recv, count * dtype_size(r.dtype));  // recv == send
   Reduction node = r;
   node.finalize = false;
   shm_->allreduce(send, recv, count, node);
   if (id_.local_rank == 0) tandem::allreduce(*cross_, recv, count, across);
   shm_->broadcast(recv, count * dtype_size(r.dtype), 0);
+  if (out) (*out)(0, recv, count * dtype_size(r.dtype));
 }
 
 void Communicator::broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root) {
@@ -282,6 +301,8 @@ void Communicator::barrier() {
     }
   });
 }
+
+Doorbell* Communicator::doorbell() { return id_.cross_size == 1 ? &shm_->doorbell() : nullptr; }
 
 void* Communicator::allocate_shared(size_t bytes) { return shm_->allocate(bytes); }
 void Communicator::free_shared(void* p) { shm_->free(p); }

@@ -30,10 +30,12 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/reduce.h"
+#include "common/input_source.h"
 #include "transport/transport.h"
 
 namespace tandem {
 
+class Doorbell;
 class ShmGroup;
 
 // Makes a Transport for `members` (world ranks, ascending, including this
@@ -75,6 +77,20 @@ class Communicator {
   // Communicator stays usable). Counts are elements. recv == send is in place.
   void allreduce(const void* send, void* recv, size_t count, tandem_dtype_t dtype, tandem_op_t op,
                  double prescale = 1.0, double postscale = 1.0);
+  // As allreduce in place on buf, except that the result is handed to `out`
+  // in pieces (byte offset in the result, the bytes, their length; every
+  // byte once, in increasing offset order) instead of being written to buf,
+  // whose content is undefined afterwards. The runtime unpacks a fused buffer
+  // straight into the tensors this way: one pass over memory fewer.
+  // With a source (shm/shm_group.h: a pointer to the input at a byte offset
+  // and how many bytes lie there in a row) buf's content on entry does not
+  // matter: the input is copied in only where peers read it in place, and
+  // this rank's own parts are reduced straight from the source.
+  using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
+  using InputSource = tandem::InputSource;
+  void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                    double prescale, double postscale, const ResultSink& out,
+                    const InputSource* source = nullptr);
   void broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root);
   void allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype);
   // recv_counts has size() entries; send_count must be recv_counts[rank].
@@ -95,6 +111,10 @@ class Communicator {
   void free_shared(void* p);
   bool is_shared(const void* p, size_t bytes) const;
 
+  // Round wake-ups among this node's ranks (shm/doorbell.h) when the job
+  // lies on one node, so that they reach every rank; nullptr otherwise.
+  Doorbell* doorbell();
+
   // Fails this rank's and its peers' current and later collectives.
   void abort(const std::string& why);
 
@@ -104,7 +124,9 @@ class Communicator {
   void poison(const std::exception_ptr& e);
   std::exception_ptr prefer_local_record(std::exception_ptr e);
   Transport& world_transport();
-  void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r);
+  void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r,
+                              const ResultSink* out = nullptr,
+                              const InputSource* source = nullptr);
 
   std::unique_ptr<Bootstrap> bootstrap_;
   TransportFactory connect_;

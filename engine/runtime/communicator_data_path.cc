@@ -1,37 +1,80 @@
 #include "runtime/communicator_data_path.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "bootstrap/subset_bootstrap.h"
 #include "common/errors.h"
+#include "shm/doorbell.h"
 
 namespace tandem::runtime {
 
 CommunicatorDataPath::CommunicatorDataPath(std::unique_ptr<Communicator> comm)
-    : comm_(std::move(comm)) {}
+    : comm_(std::move(comm)), doorbell_(comm_->doorbell()) {}
 
 CommunicatorDataPath::~CommunicatorDataPath() {
   if (shared_) comm_->free_shared(shared_);
 }
 
-// Two collectives: the sizes, then the blobs packed in rank order.
+namespace {
+// Bytes of a member's fixed slot in the exchange: a cycle's message with
+// cache hits only (a few words of bits and flags) fits, so a round is one
+// collective; a blob that does not fit (new requests in full) sends the rest
+// in a second one.
+constexpr size_t kSlotBytes = 1024;
+constexpr size_t kSlotHeader = sizeof(uint64_t);
+constexpr size_t kSlotPayload = kSlotBytes - kSlotHeader;
+}  // namespace
+
 std::vector<Bytes> CommunicatorDataPath::exchange(const Bytes& mine) {
-  const int n = size();
-  int64_t my_size = static_cast<int64_t>(mine.size());
-  std::vector<int64_t> sizes(static_cast<size_t>(n));
-  comm_->allgather(&my_size, 1, sizes.data(), TANDEM_INT64);
-  sizes_.assign(sizes.begin(), sizes.end());
-  Bytes packed(std::accumulate(sizes_.begin(), sizes_.end(), size_t{0}));
-  comm_->allgatherv(mine.data(), mine.size(), packed.data(), sizes_, TANDEM_UINT8);
-  std::vector<Bytes> out(static_cast<size_t>(n));
+  const size_t n = static_cast<size_t>(size());
+  uint8_t slot[kSlotBytes] = {};
+  const uint64_t my_size = mine.size();
+  std::memcpy(slot, &my_size, kSlotHeader);
+  std::memcpy(slot + kSlotHeader, mine.data(), std::min(mine.size(), kSlotPayload));
+  slots_.resize(n * kSlotBytes);
+  comm_->allgather(slot, kSlotBytes, slots_.data(), TANDEM_UINT8);
+  std::vector<Bytes> out(n);
+  std::vector<size_t> rest(n, 0);
+  for (size_t r = 0; r < n; ++r) {
+    const uint8_t* s = slots_.data() + r * kSlotBytes;
+    uint64_t len = 0;
+    std::memcpy(&len, s, kSlotHeader);
+    if (len > (uint64_t{1} << 40))
+      throw Error("runtime: member " + std::to_string(r) + " announced a cycle message of " +
+                  std::to_string(len) + " bytes (a bug in Tandem)");
+    out[r].assign(s + kSlotHeader, s + kSlotHeader + std::min<size_t>(len, kSlotPayload));
+    rest[r] = len > kSlotPayload ? len - kSlotPayload : 0;
+  }
+  const size_t total = std::accumulate(rest.begin(), rest.end(), size_t{0});
+  if (total == 0) return out;
+  // Every member read the same lengths, so all of them make this call.
+  Bytes packed(total);
+  const uint8_t* my_rest = mine.size() > kSlotPayload ? mine.data() + kSlotPayload : nullptr;
+  comm_->allgatherv(my_rest ? my_rest : packed.data(), rest[static_cast<size_t>(rank())],
+                    packed.data(), rest, TANDEM_UINT8);
   size_t at = 0;
-  for (int r = 0; r < n; ++r) {
-    out[r].assign(packed.begin() + static_cast<std::ptrdiff_t>(at),
-                  packed.begin() + static_cast<std::ptrdiff_t>(at + sizes_[r]));
-    at += sizes_[r];
+  for (size_t r = 0; r < n; ++r) {
+    out[r].insert(out[r].end(), packed.begin() + static_cast<std::ptrdiff_t>(at),
+                  packed.begin() + static_cast<std::ptrdiff_t>(at + rest[r]));
+    at += rest[r];
   }
   return out;
+}
+
+void CommunicatorDataPath::request_round(uint64_t round) {
+  if (doorbell_) doorbell_->request(round);
+}
+
+void CommunicatorDataPath::wake_self() {
+  if (doorbell_) doorbell_->poke();
+}
+
+bool CommunicatorDataPath::wait_for_round(uint64_t done,
+                                          std::chrono::steady_clock::time_point until,
+                                          const std::function<bool()>& ready) {
+  return doorbell_ && doorbell_->wait(done, until, ready);
 }
 
 void* CommunicatorDataPath::fusion_buffer(size_t bytes) {
@@ -65,6 +108,12 @@ void* CommunicatorDataPath::fusion_buffer(size_t bytes) {
 void CommunicatorDataPath::allreduce(void* buf, size_t count, tandem_dtype_t dtype,
                                      tandem_op_t op, double prescale, double postscale) {
   comm_->allreduce(buf, buf, count, dtype, op, prescale, postscale);
+}
+
+void CommunicatorDataPath::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype,
+                                        tandem_op_t op, double prescale, double postscale,
+                                        const ResultSink& out, const InputSource* source) {
+  comm_->allreduce_to(buf, count, dtype, op, prescale, postscale, out, source);
 }
 
 void CommunicatorDataPath::broadcast(void* buf, size_t bytes, int root) {

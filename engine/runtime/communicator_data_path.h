@@ -38,9 +38,17 @@ class CommunicatorDataPath : public DataPath {
   int rank() const override { return comm_->identity().rank; }
   int size() const override { return comm_->identity().size; }
   std::vector<Bytes> exchange(const Bytes& mine) override;
+  bool can_wake_members() const override { return doorbell_ != nullptr; }
+  void request_round(uint64_t round) override;
+  void wake_self() override;
+  bool wait_for_round(uint64_t done, std::chrono::steady_clock::time_point until,
+                      const std::function<bool()>& ready) override;
   void* fusion_buffer(size_t bytes) override;
   void allreduce(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op, double prescale,
                  double postscale) override;
+  void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                    double prescale, double postscale, const ResultSink& out,
+                    const InputSource* source = nullptr) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void allgatherv(const void* send, size_t send_bytes, void* recv,
                   const std::vector<size_t>& recv_bytes) override;
@@ -56,11 +64,12 @@ class CommunicatorDataPath : public DataPath {
 
  private:
   std::unique_ptr<Communicator> comm_;
+  Doorbell* doorbell_ = nullptr;  // comm_'s, when the set lies on one node
   void* shared_ = nullptr;  // in comm_'s arena
   size_t shared_bytes_ = 0;
   size_t shared_fails_at_ = SIZE_MAX;  // smallest size the arena refused
   std::vector<uint64_t> heap_;         // 8-byte aligned fallback
-  std::vector<size_t> sizes_;   // exchange scratch
+  Bytes slots_;                 // exchange scratch
 };
 
 class CommunicatorDataPathFactory : public DataPathFactory {

@@ -11,12 +11,17 @@
 // runtime fails every pending handle with them.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "collectives/reduce.h"
+#include "common/input_source.h"
 #include "tandem/tandem.h"
 
 namespace tandem::runtime {
@@ -31,6 +36,24 @@ class DataPath {
   // Every member contributes one blob and gets all of them, by set rank.
   virtual std::vector<Bytes> exchange(const Bytes& mine) = 0;
 
+  // Round wake-ups (optional). Where every member can wake the others (one
+  // node: a futex in the shared segment), an idle runtime sleeps until a
+  // member asks for a round instead of running an empty round every
+  // TANDEM_IDLE_WAIT so that members with work are not held up. Rounds are
+  // counted from 1, the same on every member.
+  virtual bool can_wake_members() const { return false; }
+  // Asks every member for round `round`.
+  virtual void request_round(uint64_t round) { (void)round; }
+  // Wakes this member's wait_for_round; the only call made from other threads.
+  virtual void wake_self() {}
+  // Sleeps until a member asked for a round past `done` (true), `ready()`
+  // holds or `until` passed (false). Only when can_wake_members().
+  virtual bool wait_for_round(uint64_t done, std::chrono::steady_clock::time_point until,
+                              const std::function<bool()>& ready) {
+    (void)done, (void)until, (void)ready;
+    return false;
+  }
+
   // A buffer of at least `bytes` that the collectives below reduce without
   // staging copies (for CPU tensors: the node's shared segment). Valid until
   // the next call or destruction; the content need not survive a regrow.
@@ -39,6 +62,24 @@ class DataPath {
   // In place on buf: buf = postscale * op(prescale * buf over members).
   virtual void allreduce(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
                          double prescale, double postscale) = 0;
+  // As allreduce, but the result goes to `out` in pieces (byte offset in the
+  // result, the bytes, their length; every byte once, in increasing offset
+  // order) and buf's content is undefined afterwards: the runtime unpacks a
+  // fused buffer straight into the tensors. By default: allreduce, then all
+  // of buf at once.
+  // With a source (a pointer to the input at a byte offset and how many
+  // bytes lie there in a row) buf need not hold the input: the data path
+  // copies in only what peers read in place (by default: all of it).
+  using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
+  using InputSource = tandem::InputSource;
+  virtual void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                            double prescale, double postscale, const ResultSink& out,
+                            const InputSource* source = nullptr) {
+    const size_t bytes = count * dtype_size(dtype);
+    if (source) copy_from_source(*source, 0, buf, bytes);
+    allreduce(buf, count, dtype, op, prescale, postscale);
+    out(0, buf, bytes);
+  }
   // root is a set rank.
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;
   // recv holds sum(recv_bytes), member r's block at offset sum(recv_bytes[0..r)).

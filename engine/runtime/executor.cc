@@ -1,10 +1,12 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <numeric>
 
 #include "common/errors.h"
+#include "shm/stream_copy.h"
 
 namespace tandem::runtime {
 namespace {
@@ -67,27 +69,96 @@ void run_allreduce_batch(ExecContext& ctx, const std::vector<const Response*>& r
   const Request& lead = responses.front()->first();
   const size_t esize = dtype_bytes(lead.dtype);
   auto* buf = static_cast<uint8_t*>(ctx.data_path.fusion_buffer(total_bytes));
+  // When this rank has every tensor of the batch (it has not joined), the
+  // data path reads the inputs where they lie (an InputSource): it copies
+  // into the fusion buffer only the parts peers read in place, and reduces
+  // this rank's own parts straight from the tensors. Else (identity values
+  // for a joined rank's missing tensors) everything is packed here first.
+  struct Piece {
+    size_t offset;
+    size_t bytes;
+    const uint8_t* src;
+  };
+  std::vector<Piece> pieces;
+  pieces.reserve(responses.size());
+  bool all_mine = true;
   size_t offset = 0;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Request& q = responses[i]->first();
+    if (!entries[i]) all_mine = false;
+    else if (q.bytes() > 0)
+      pieces.push_back({offset, q.bytes(), static_cast<const uint8_t*>(entries[i]->input)});
+    offset += q.bytes();
+  }
+  offset = 0;
   for (size_t i = 0; i < responses.size(); ++i) {
     const Request& q = responses[i]->first();
     ctx.timeline.end(q.name);  // QUEUE
     ctx.timeline.begin(q.name, "COPY_IN");
-    if (entries[i] && q.bytes() > 0) std::memcpy(buf + offset, entries[i]->input, q.bytes());
-    else fill_identity(buf + offset, to_size(q.elements()), q.dtype, q.op);
+    if (!all_mine) {
+      if (entries[i] && q.bytes() > 0) std::memcpy(buf + offset, entries[i]->input, q.bytes());
+      else fill_identity(buf + offset, to_size(q.elements()), q.dtype, q.op);
+    }
     ctx.timeline.end(q.name);
     ctx.timeline.begin(q.name, "ALLREDUCE");
     offset += q.bytes();
   }
-  ctx.data_path.allreduce(buf, total_bytes / esize, static_cast<tandem_dtype_t>(lead.dtype),
-                          static_cast<tandem_op_t>(lead.op), lead.prescale, lead.postscale);
+  DataPath::InputSource source = [&](size_t at, size_t* bytes) -> const void* {
+    auto it = std::upper_bound(pieces.begin(), pieces.end(), at,
+                               [](size_t a, const Piece& p) { return a < p.offset; });
+    if (it == pieces.begin()) return nullptr;
+    --it;
+    if (at >= it->offset + it->bytes) return nullptr;
+    *bytes = it->offset + it->bytes - at;
+    return it->src + (at - it->offset);
+  };
+  // The result goes straight from the reduction into the tensors (no pass
+  // over the fusion buffer): each piece is cut at tensor boundaries. Pieces
+  // come in increasing offset order, so a cursor finds the tensor.
+  struct Target {
+    size_t offset;
+    size_t bytes;
+    uint8_t* dst;
+  };
+  std::vector<Target> targets;
+  targets.reserve(responses.size());
   offset = 0;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Request& q = responses[i]->first();
+    if (entries[i] && q.bytes() > 0)
+      targets.push_back({offset, q.bytes(), static_cast<uint8_t*>(entries[i]->output)});
+    offset += q.bytes();
+  }
+  const bool streaming = total_bytes >= kStreamingBytes;
+  size_t cursor = 0;
+  auto unpack = [&](size_t at, const void* data, size_t bytes) {
+    const auto* src = static_cast<const uint8_t*>(data);
+    if (cursor >= targets.size() || targets[cursor].offset > at) cursor = 0;
+    while (bytes > 0) {
+      while (cursor < targets.size() && targets[cursor].offset + targets[cursor].bytes <= at)
+        ++cursor;
+      if (cursor == targets.size()) return;  // the rest belongs to no output (joined ranks)
+      const Target& t = targets[cursor];
+      if (t.offset > at) {  // a gap: a member without output on this rank
+        const size_t skip = std::min(bytes, t.offset - at);
+        at += skip, src += skip, bytes -= skip;
+        continue;
+      }
+      const size_t n = std::min(bytes, t.offset + t.bytes - at);
+      if (streaming) stream_copy(t.dst + (at - t.offset), src, n);
+      else std::memcpy(t.dst + (at - t.offset), src, n);
+      at += n, src += n, bytes -= n;
+    }
+  };
+  ctx.data_path.allreduce_to(buf, total_bytes / esize, static_cast<tandem_dtype_t>(lead.dtype),
+                             static_cast<tandem_op_t>(lead.op), lead.prescale, lead.postscale,
+                             unpack, all_mine ? &source : nullptr);
+  // The copy out happened inside the collective; COPY_OUT marks its end.
   for (size_t i = 0; i < responses.size(); ++i) {
     const Request& q = responses[i]->first();
     ctx.timeline.end(q.name);
     ctx.timeline.begin(q.name, "COPY_OUT");
-    if (entries[i] && q.bytes() > 0) std::memcpy(entries[i]->output, buf + offset, q.bytes());
     ctx.timeline.end(q.name);
-    offset += q.bytes();
   }
 }
 

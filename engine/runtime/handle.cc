@@ -4,24 +4,39 @@ namespace tandem::runtime {
 
 HandleState::HandleState(tandem_handle_t id, int tensors)
     : id_(id), remaining_(tensors), outputs_(static_cast<size_t>(tensors)) {
-  if (tensors == 0) done_ = true;
+  if (tensors == 0) finished_ = done_ = true;
 }
 
 void HandleState::complete_one(int index, tandem_result_t result, const std::string& error,
                                TensorOutput output) {
+  if (complete_one_quietly(index, result, error, std::move(output))) publish();
+}
+
+bool HandleState::complete_one_quietly(int index, tandem_result_t result,
+                                       const std::string& error, TensorOutput output) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || remaining_ <= 0) return false;
+  if (result != TANDEM_SUCCESS && result_ == TANDEM_SUCCESS) {
+    result_ = result;
+    error_ = error;
+  }
+  if (index >= 0 && static_cast<size_t>(index) < outputs_.size())
+    outputs_[index] = std::move(output);
+  if (--remaining_ > 0) return false;
+  finished_ = true;
+  return true;
+}
+
+// Waiters and pollers see the handle done from here on, as when
+// complete_one did it all at once; the callback runs once, here or in
+// set_callback (which sees done_).
+void HandleState::publish() {
   tandem_callback_t cb = nullptr;
   void* user = nullptr;
   tandem_result_t final_result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_ || remaining_ <= 0) return;
-    if (result != TANDEM_SUCCESS && result_ == TANDEM_SUCCESS) {
-      result_ = result;
-      error_ = error;
-    }
-    if (index >= 0 && static_cast<size_t>(index) < outputs_.size())
-      outputs_[index] = std::move(output);
-    if (--remaining_ > 0) return;
+    if (!finished_ || done_) return;
     done_ = true;
     final_result = result_;
     cb = callback_;

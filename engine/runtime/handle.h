@@ -42,6 +42,15 @@ class HandleState {
   // Called by the background thread once per tensor.
   void complete_one(int index, tandem_result_t result, const std::string& error,
                     TensorOutput output = {});
+  // As complete_one, but a handle whose last tensor this was is not done
+  // (for waiters, pollers and the callback) until publish(): the runtime finishes a
+  // whole fused batch first, so that a woken waiter finds the batch's other
+  // handles done instead of sleeping again on each (on a busy node every
+  // such wake-up is a context switch with the runtime thread).
+  // Returns whether the handle became done.
+  bool complete_one_quietly(int index, tandem_result_t result, const std::string& error,
+                            TensorOutput output = {});
+  void publish();
   void set_received_splits(std::vector<int64_t> splits);
   // Join: the last rank to join; add_process_set: the new set's id.
   void set_int_result(int value);
@@ -72,6 +81,7 @@ class HandleState {
   std::vector<TensorOutput> outputs_;
   std::vector<int64_t> received_splits_;
   int int_result_ = -1;
+  bool finished_ = false;  // every tensor completed; done_ once published
   tandem_callback_t callback_ = nullptr;
   void* user_ = nullptr;
 };

@@ -3,8 +3,12 @@
 // counters. Frameworks enqueue named operations from any thread and get a
 // handle; the background thread runs cycles:
 //
-//   wait for work (or TANDEM_IDLE_WAIT, so that peers with work proceed),
-//   let the batching window (TANDEM_CYCLE_TIME) pass,
+//   wait for work: tensors enqueued here, or a peer asking for a round
+//     (on one node peers wake each other through the shared segment;
+//     across nodes an idle rank runs an empty round every TANDEM_IDLE_WAIT
+//     so that peers with work proceed),
+//   with work of its own, let the batching window pass: it closes once
+//     enqueues pause (kQuietGap) or TANDEM_CYCLE_TIME after the first,
 //   for each process set this rank belongs to, in id order:
 //     exchange this cycle's announcements, decide (coordinator.h),
 //     plan fusion (fusion_plan.h), run the batches (executor.h),
@@ -83,6 +87,20 @@ class Runtime {
   // Members by set rank; throws InvalidArgument for an unknown id.
   std::vector<int> process_set_ranks(int id) const;
 
+  // Held by an API thread while it blocks on a handle that is not done: a
+  // framework that waits has enqueued what it had, so the batching window
+  // closes at once instead of waiting for enqueues to pause.
+  class BlockedWaiter {
+   public:
+    BlockedWaiter(Runtime& rt, const HandleState& h);
+    ~BlockedWaiter();
+    BlockedWaiter(const BlockedWaiter&) = delete;
+    BlockedWaiter& operator=(const BlockedWaiter&) = delete;
+
+   private:
+    Runtime* rt_ = nullptr;
+  };
+
   HandleTable& handles() { return handles_; }
   Timeline& timeline() { return timeline_; }
   const Counters& counters() const { return counters_; }
@@ -92,7 +110,10 @@ class Runtime {
 
  private:
   void loop();
-  void wait_for_work();
+  bool wait_for_work();  // false: woke for the stall inspector only
+  bool has_local_work() const;
+  bool has_pending() const;  // tensors (or a join) of this rank not done yet
+  void batching_window();
   bool cycle_all();  // false once the runtime stops
   bool cycle(ProcessSet& set, bool* shutdown_seen);
   CycleMessage announce(ProcessSet& set);
@@ -128,13 +149,19 @@ class Runtime {
   std::atomic<uint64_t> internal_seq_{0};
 
   // Join state of this rank (global set only).
-  std::mutex join_mu_;
+  mutable std::mutex join_mu_;
   std::shared_ptr<HandleState> join_handle_;
 
+  DataPath* world_ = nullptr;  // the global set's (lives as long as the runtime)
+  uint64_t cycles_done_ = 0;   // the same on every rank (bg thread)
   std::mutex work_mu_;
   std::condition_variable work_cv_;
-  bool work_ = false;
-  std::chrono::steady_clock::time_point first_work_;
+  std::atomic<bool> work_{false};          // set under work_mu_, cleared by the bg thread
+  std::chrono::steady_clock::time_point first_work_;  // under work_mu_
+  std::atomic<int64_t> last_work_ns_{0};   // steady clock, of the latest enqueue
+  std::atomic<bool> fatal_set_{false};     // fatal_ is not empty
+  std::atomic<int> blocked_waiters_{0};    // API threads in a handle wait
+  std::atomic<bool> in_window_{false};     // the bg thread is in the batching window
   std::atomic<bool> stop_{false};
   std::mutex stop_mu_;
 

@@ -16,13 +16,14 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
        "Bytes: the largest fused allreduce buffer. Ready allreduces of the same dtype, op and "
        "scale are packed up to this size; 0 turns fusion off."},
       {"TANDEM_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "0.5",
-       "Milliseconds: the batching window. When work arrives on an idle engine the cycle "
-       "starts this long after it, so that tensors enqueued back to back share a cycle. No "
-       "sleep happens while nothing is queued."},
+       "Milliseconds: the longest batching window. When work arrives the cycle starts once "
+       "enqueues pause for 100 microseconds or a thread waits on a handle, at the latest "
+       "this long after the first enqueue, so that tensors enqueued back to back share a "
+       "cycle; 0 starts it at once."},
       {"TANDEM_IDLE_WAIT", nullptr, "1.0",
        "Milliseconds an idle rank waits for work before running an empty negotiation round, "
-       "so that peers that have work are not held up. Bounds the extra latency when ranks "
-       "enqueue at different times."},
+       "when its process set spans nodes (peers that have work are not held up). On one node "
+       "peers wake idle ranks through the shared segment instead and this is not used."},
       {"TANDEM_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "1024",
        "Entries of the response cache per process set; 0 turns it off (every tensor is "
        "negotiated in full every step)."},

@@ -2,7 +2,9 @@
 // Perfetto) written by rank 0. Each tensor gets a row (tid) named after it;
 // its phases are duration events: NEGOTIATE (announced until ready
 // everywhere), QUEUE (ready until its batch starts), COPY_IN (into the
-// fusion buffer), the collective itself (ALLREDUCE, ...), COPY_OUT. Cycles
+// fusion buffer; empty when the allreduce reads the tensors where they lie),
+// the collective itself (ALLREDUCE, ..., including the unpacking into the
+// tensors, which happens inside it), COPY_OUT (marks the end). Cycles
 // are instant events on row 0 when marking is on.
 //
 // Thread-safe: the background thread writes events, API threads start and

@@ -23,6 +23,13 @@ struct alignas(64) RankControl {
   std::atomic<uint64_t> value[2];
 };
 
+// One local rank's doorbell (shm/doorbell.h): written by the ranks that ring
+// it, so it has a line of its own apart from RankControl.
+struct alignas(64) DoorbellSlot {
+  std::atomic<uint32_t> word;      // futex word: bumped to wake the rank's waiter
+  std::atomic<uint32_t> sleeping;  // 1 while the rank's waiter is (about to be) asleep
+};
+
 struct ControlBlock {
   uint32_t magic;
   uint32_t local_size;
@@ -34,6 +41,8 @@ struct ControlBlock {
   uint32_t abort_kind;
   char abort_message[1024];
   RankControl ranks[kMaxLocalRanks];
+  alignas(64) std::atomic<uint64_t> rounds_requested;  // shm/doorbell.h
+  DoorbellSlot doorbells[kMaxLocalRanks];
 };
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");

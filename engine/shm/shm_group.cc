@@ -99,6 +99,7 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
                            std::to_string(n_) + " local ranks");
   }
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
+  doorbell_ = std::make_unique<Doorbell>(control(), me_, n_);
   // Once everyone has mapped the segment nobody needs the name: unlink now so
   // that a crash from here on leaves nothing in /dev/shm.
   bootstrap.barrier(options.timeout);
@@ -184,12 +185,24 @@ void ShmGroup::barrier() { sync_->barrier("barrier"); }
 //   3. barrier; every rank copies all parts into its recv buffer.
 // DRAM traffic per rank is one read of its input and one write of its
 // output; the rest stays in cache when the chunk is small enough.
+// The first step also publishes whether this rank's call is in place on its
+// arena; when every local rank's is, all take allreduce_in_arena from there.
 void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                         const PartHook& hook) {
+                         const PartHook& hook, const ResultSink* sink,
+                         const InputSource* source) {
   const size_t es = dtype_size(r.dtype);
   if (count == 0) return;
-  if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r);
+  if (source && send != recv) throw InvalidArgument("allreduce: an input source needs send == recv");
   const bool zero_copy = in_arena(send, count * es);
+  if (source && (!zero_copy || (!hook && count * es <= kSmallBytes))) {
+    // Peers do not read this buffer in place: all of the input goes in.
+    copy_from_source(*source, 0, static_cast<char*>(recv), count * es);
+    source = nullptr;
+  }
+  if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
+  // In the arena, peers read the parts they reduce from this buffer: those
+  // go in now; this rank's own parts only if the ranks take the staged path.
+  if (source) fill_parts(*source, static_cast<char*>(recv), count, es, me_, true);
   const bool streaming = count * es >= kStreamingBytes;
   const size_t step_elems = chunk_ / es;
   std::vector<const void*> in(n_);
@@ -209,7 +222,18 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
       std::memcpy(mine + hi * es, src + hi * es, (m - hi) * es);
     }
     control()->ranks[me_].offset[b].store(offset_of(zero_copy ? src : mine), std::memory_order_relaxed);
+    if (start == 0)
+      control()->ranks[me_].value[b].store(zero_copy && send == recv ? 1 : 0,
+                                           std::memory_order_relaxed);
     sync_->barrier("allreduce (shared memory)");
+    if (start == 0) {
+      bool all_in_arena = true;
+      for (int j = 0; j < n_; ++j)
+        all_in_arena = all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
+      if (all_in_arena)
+        return allreduce_in_arena(static_cast<char*>(recv), count, r, hook, sink, source, b);
+      if (source) fill_parts(*source, static_cast<char*>(recv), count, es, me_, false);
+    }
     if (hi > lo) {
       for (int j = 0; j < n_; ++j)
         in[j] = seg_.base() + control()->ranks[j].offset[b].load(std::memory_order_relaxed) + lo * es;
@@ -222,7 +246,9 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
     for (int j = 0; j < n_; ++j) {
       split(m, n_, j, es, &lo, &hi);
       if (hi <= lo) continue;
-      if (streaming)
+      if (sink)
+        (*sink)((start + lo) * es, staging(j, b) + lo * es, (hi - lo) * es);
+      else if (streaming)
         stream_copy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
       else
         std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
@@ -230,10 +256,96 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   }
 }
 
+// Every local rank reduces in place on a buffer in its arena (the runtime's
+// fusion buffer), and the first barrier (in allreduce) published where each
+// lies. Then no input needs staging and no step needs a barrier before its
+// reduction: per step, rank j reduces part j into its own buffer, in place
+// (reduce() writes a block only after reading it from every input, and no
+// other rank reads or writes that part of rank j's buffer in this step);
+// barrier; every rank copies the parts from their owners' buffers. A last
+// barrier keeps every buffer untouched until all ranks have copied out.
+// 1 + steps + 1 barriers instead of 2 per step. The steps are allreduce's
+// (the same parts, so that a cross-node hook pairs the same parts on every
+// node whichever path a node takes), and they keep the copy-out reading
+// what the owner just wrote while it is still in cache.
+void ShmGroup::fill_parts(const InputSource& source, char* buf, size_t count, size_t es,
+                          int who, bool others) const {
+  const size_t step_elems = chunk_ / es;
+  for (size_t start = 0; start < count; start += step_elems) {
+    const size_t m = std::min(step_elems, count - start);
+    size_t lo, hi;
+    split(m, n_, who, es, &lo, &hi);
+    if (others) {
+      copy_from_source(source, start * es, buf + start * es, lo * es);
+      copy_from_source(source, (start + hi) * es, buf + (start + hi) * es, (m - hi) * es);
+    } else {
+      copy_from_source(source, (start + lo) * es, buf + (start + lo) * es, (hi - lo) * es);
+    }
+  }
+}
+
+void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
+                                  const PartHook& hook, const ResultSink* sink,
+                                  const InputSource* source, int parity) {
+  const size_t es = dtype_size(r.dtype);
+  const bool streaming = count * es >= kStreamingBytes;
+  const size_t step_elems = chunk_ / es;
+  Reduction stage = r;
+  if (hook) stage.finalize = false;
+  const void* in[kMaxLocalRanks];
+  const char* base[kMaxLocalRanks];
+  for (int j = 0; j < n_; ++j)
+    base[j] = seg_.base() + control()->ranks[j].offset[parity].load(std::memory_order_relaxed);
+  for (size_t start = 0; start < count; start += step_elems) {
+    const size_t m = std::min(step_elems, count - start);
+    size_t lo, hi;
+    split(m, n_, me_, es, &lo, &hi);
+    if (hi > lo) {
+      char* part = buf + (start + lo) * es;
+      if (source) {
+        // This rank's input of its own part is read where the source has it,
+        // piece by piece; the peers' from their buffers, as always.
+        for (size_t at = (start + lo) * es, end = (start + hi) * es; at < end;) {
+          size_t n = 0;
+          const void* p = (*source)(at, &n);
+          if (!p || n == 0 || n % es != 0)
+            throw Error("allreduce: the input source gave no whole elements at byte " +
+                        std::to_string(at));
+          n = std::min(n, end - at);
+          for (int j = 0; j < n_; ++j) in[j] = base[j] + at;
+          in[me_] = p;
+          reduce(buf + at, in, n_, n / es, stage);
+          at += n;
+        }
+      } else {
+        for (int j = 0; j < n_; ++j) in[j] = base[j] + (start + lo) * es;
+        reduce(part, in, n_, hi - lo, stage);
+      }
+      if (hook) hook(part, hi - lo);
+    }
+    sync_->barrier("allreduce (shared memory)");
+    for (int j = 0; j < n_; ++j) {
+      split(m, n_, j, es, &lo, &hi);
+      if (hi <= lo) continue;
+      const size_t off = (start + lo) * es, bytes = (hi - lo) * es;
+      if (sink)
+        (*sink)(off, base[j] + off, bytes);
+      else if (j == me_)
+        continue;  // already in place
+      else if (streaming)
+        stream_copy(buf + off, base[j] + off, bytes);
+      else
+        std::memcpy(buf + off, base[j] + off, bytes);
+    }
+  }
+  sync_->barrier("allreduce (shared memory)");
+}
+
 // Small messages are latency-bound: one barrier instead of two, and every
 // rank reduces the whole (tiny) vector itself, in the same rank order, so
 // every rank still gets the same bits.
-void ShmGroup::allreduce_small(const void* send, void* recv, size_t count, const Reduction& r) {
+void ShmGroup::allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
+                               const ResultSink* sink) {
   const size_t es = dtype_size(r.dtype);
   const int b = next_parity();
   std::memcpy(staging(me_, b), send, count * es);
@@ -241,6 +353,7 @@ void ShmGroup::allreduce_small(const void* send, void* recv, size_t count, const
   const void* in[kMaxLocalRanks];
   for (int j = 0; j < n_; ++j) in[j] = staging(j, b);
   reduce(recv, in, n_, count, r);
+  if (sink) (*sink)(0, recv, count * es);
 }
 
 // Broadcast: the root copies a step into its staging buffer, one barrier,

@@ -26,6 +26,8 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/reduce.h"
+#include "common/input_source.h"
+#include "shm/doorbell.h"
 #include "shm/node_sync.h"
 #include "shm/segment.h"
 
@@ -52,13 +54,29 @@ class ShmGroup {
   // Called after this rank reduced its part of a step, with that part (in
   // place); the hierarchical allreduce reduces it across nodes here.
   using PartHook = std::function<void(void* part, size_t count)>;
+  // Where an allreduce's result goes instead of recv: called with pieces of
+  // the result (byte offset in it, the bytes, their length), every byte
+  // exactly once, in increasing offset order. The runtime unpacks a fused
+  // buffer straight into the tensors this way, saving a pass over memory.
+  using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
+  // Where the input is when it is not in the buffer yet (common/input_source.h).
+  // The runtime passes its tensors this way: the allreduce copies into its
+  // buffer only the parts peers read, and reduces this rank's own parts
+  // straight from the tensors.
+  using InputSource = tandem::InputSource;
 
   // The collectives below are called by every local rank, in the same order.
   // recv may equal send (in place); other overlaps are not allowed.
   // With a hook, r.finalize is the hook's business: the node stage only
   // combines (and prescales).
+  // With a sink the result goes there and recv is scratch (its content is
+  // undefined afterwards). In place on a buffer in this rank's arena (every
+  // local rank's, see allreduce_in_arena) it takes fewer barriers.
+  // With a source, send must equal recv and the input is read from the
+  // source (send's content on entry does not matter).
   void allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                 const PartHook& hook = {});
+                 const PartHook& hook = {}, const ResultSink* sink = nullptr,
+                 const InputSource* source = nullptr);
   void broadcast(void* buf, size_t bytes, int root);
   // bytes[j] from local rank j, packed in local rank order into recv.
   void allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
@@ -76,6 +94,9 @@ class ShmGroup {
   void free(void* p);
   bool in_arena(const void* p, size_t bytes) const;
 
+  // Round wake-ups among the local ranks (shm/doorbell.h), for the runtime.
+  Doorbell& doorbell() { return *doorbell_; }
+
   // Fails every local rank's current and next operations with `kind`.
   void abort(AbortKind kind, const std::string& message) { sync_->abort(kind, message); }
   // Throws the failure a local rank recorded, if any.
@@ -83,7 +104,14 @@ class ShmGroup {
   bool aborted() const { return sync_->aborted(); }
 
  private:
-  void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r);
+  void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
+                       const ResultSink* sink);
+  void allreduce_in_arena(char* buf, size_t count, const Reduction& r, const PartHook& hook,
+                          const ResultSink* sink, const InputSource* source, int parity);
+  // Copies the input parts that rank `who` reduces (every step), or all
+  // but them when `others`, from the source into buf.
+  void fill_parts(const InputSource& source, char* buf, size_t count, size_t es, int who,
+                  bool others) const;
   char* staging(int rank, int parity) const;
   size_t offset_of(const void* p) const { return static_cast<size_t>(static_cast<const char*>(p) - seg_.base()); }
   ControlBlock* control() const { return reinterpret_cast<ControlBlock*>(seg_.base()); }
@@ -96,6 +124,7 @@ class ShmGroup {
   size_t control_bytes_ = 0;
   SharedSegment seg_;
   std::unique_ptr<NodeSync> sync_;
+  std::unique_ptr<Doorbell> doorbell_;
   uint64_t step_ = 0;
 
   std::mutex alloc_mu_;

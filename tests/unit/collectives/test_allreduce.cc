@@ -2,6 +2,7 @@
 // the properties a sweep of exact values cannot show: float16 accumulates in
 // float32, results are bitwise identical on every rank and run to run, and
 // buffers in the shared arena are reduced in place.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <random>
@@ -146,6 +147,98 @@ TEST(Allreduce, SharedArenaBuffers) {
       EXPECT_EQ(again, buf) << "freed space is reused";
       c.free_shared(again);
       EXPECT_THROW(c.allocate_shared(size_t{2} << 20), InvalidArgument);
+    });
+  }
+}
+
+// allreduce_to hands the result to a sink instead of writing the buffer: every
+// byte once, in increasing offset order, with the right values; on one node,
+// two uniform nodes (cross-node hook per part) and an uneven layout; with
+// every rank's buffer in its arena (the in-arena path), none, and only some
+// (the ranks must then agree on the staged path); below the small-message
+// size; with the input in the buffer, or in pieces of odd sizes behind an
+// input source (the buffer then holds garbage, so a part read from it
+// instead of the source shows up as a wrong value).
+TEST(Allreduce, ResultSinkGetsEveryByteOnceInOrder) {
+  for (auto layout : {std::vector<int>{}, std::vector<int>{2, 2}, std::vector<int>{3, 1}}) {
+    for (int where = 0; where < 3; ++where) {  // 0 all in arena, 1 none, 2 rank 0 only
+      for (size_t count : {size_t{300}, size_t{50000}}) {
+        for (bool with_source : {false, true}) {
+        run_world(4, layout, [&](Communicator& c) {
+          const int me = c.identity().rank;
+          const bool shared = where == 0 || (where == 2 && me == 0);
+          std::vector<int32_t> heap;
+          int32_t* buf = nullptr;
+          if (shared) {
+            buf = static_cast<int32_t*>(c.allocate_shared(count * 4));
+          } else {
+            heap.resize(count);
+            buf = heap.data();
+          }
+          std::vector<int32_t> input(count);
+          for (size_t i = 0; i < count; ++i) input[i] = static_cast<int32_t>(i % 1000) * (me + 1);
+          // Pieces of 1..97 elements, the same cut on every rank or not.
+          std::vector<size_t> cuts{0};
+          for (size_t at = 0; at < count;) {
+            at = std::min(count, at + 1 + (at * 7 + static_cast<size_t>(me) * 13) % 97);
+            cuts.push_back(at);
+          }
+          Communicator::InputSource source = [&](size_t off, size_t* bytes) -> const void* {
+            const size_t e = off / 4;
+            auto it = std::upper_bound(cuts.begin(), cuts.end(), e);
+            *bytes = (*it - e) * 4;
+            return input.data() + e;
+          };
+          if (with_source)
+            std::fill(buf, buf + count, 0x7F7F7F7F);
+          else
+            std::copy(input.begin(), input.end(), buf);
+          std::vector<int32_t> out(count, -1);
+          std::vector<int> seen(count * 4, 0);
+          size_t next = 0;
+          bool ordered = true;
+          c.allreduce_to(buf, count, TANDEM_INT32, TANDEM_SUM, 1.0, 1.0,
+                         [&](size_t at, const void* data, size_t bytes) {
+                           ordered = ordered && at >= next;
+                           next = at + bytes;
+                           ASSERT_LE(at + bytes, count * 4);
+                           for (size_t k = at; k < at + bytes; ++k) ++seen[k];
+                           std::memcpy(reinterpret_cast<char*>(out.data()) + at, data, bytes);
+                         },
+                         with_source ? &source : nullptr);
+          EXPECT_TRUE(ordered) << "rank " << me << ": pieces out of order";
+          size_t wrong_count = 0, wrong_value = 0;
+          for (size_t k = 0; k < seen.size(); ++k) wrong_count += seen[k] != 1;
+          for (size_t i = 0; i < count; ++i)
+            wrong_value += out[i] != static_cast<int32_t>(i % 1000) * 10;
+          EXPECT_EQ(wrong_count, 0u) << "rank " << me << " where " << where << " count " << count;
+          EXPECT_EQ(wrong_value, 0u) << "rank " << me << " where " << where << " count " << count
+                                     << (with_source ? " with a source" : "");
+          EXPECT_EQ(input[7], static_cast<int32_t>(7) * (me + 1)) << "the source was written";
+          if (shared) c.free_shared(buf);
+        });
+        }
+      }
+    }
+  }
+}
+
+// In place on arena buffers, every local rank's (the in-arena path), for a
+// type and op where order and scaling matter: the same bits as the staged
+// path gives for private buffers.
+TEST(Allreduce, InArenaPathMatchesStagedPath) {
+  for (auto layout : {std::vector<int>{}, std::vector<int>{2, 2}}) {
+    run_world(4, layout, [](Communicator& c) {
+      const size_t count = 30011;
+      const int me = c.identity().rank;
+      auto* shared = static_cast<double*>(c.allocate_shared(count * 8));
+      std::vector<double> priv(count);
+      for (size_t i = 0; i < count; ++i)
+        shared[i] = priv[i] = 1.0 / static_cast<double>(i + 1 + me * 7) + me * 1e-3;
+      c.allreduce(shared, shared, count, TANDEM_FLOAT64, TANDEM_AVERAGE, 0.3, 1.7);
+      c.allreduce(priv.data(), priv.data(), count, TANDEM_FLOAT64, TANDEM_AVERAGE, 0.3, 1.7);
+      EXPECT_EQ(std::memcmp(shared, priv.data(), count * 8), 0) << "rank " << me;
+      c.free_shared(shared);
     });
   }
 }

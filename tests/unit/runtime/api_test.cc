@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "api/runtime_api.h"
 #include "cluster.h"
@@ -82,6 +84,11 @@ TEST_F(RuntimeApi, DuplicateNameAndCallbackAndCounters) {
                 &called),
             TANDEM_SUCCESS);
   EXPECT_EQ(tandem_handle_wait(h, 30), TANDEM_SUCCESS);
+  // The callback runs on the background thread once the handle is done,
+  // which a waiter may see a moment before the callback has run.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (called.load() == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(called.load(), 1);
   bool saw_cycles = false;
   const char* name = nullptr;

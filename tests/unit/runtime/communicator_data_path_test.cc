@@ -132,6 +132,34 @@ TEST_P(OverCommunicator, RandomOrdersFusedAllreduceIsRightOnEveryRank) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// On one node an idle runtime sleeps on the doorbell: no cycles at all while
+// nothing is enqueued (with the idle timer it ran one every TANDEM_IDLE_WAIT),
+// and a tensor enqueued on one rank at a time still completes (the others
+// wake for its cycles).
+TEST(Doorbell, IdleRuntimeRunsNoCyclesAndWakesForWork) {
+  RealCluster c(3, {3});
+  c.each([&](int r, Runtime& rt) {
+    float x = static_cast<float>(r + 1), y = 0;
+    ASSERT_EQ(wait(rt.enqueue({tensor("warm", &x, &y, {1})}, allreduce())), TANDEM_SUCCESS);
+    EXPECT_EQ(y, 6.0f);
+  });
+  std::vector<uint64_t> before(3);
+  for (int r = 0; r < 3; ++r) before[r] = c.ranks[r]->counters().get(Counter::kCycles);
+  EXPECT_EQ(before[0], before[1]);
+  EXPECT_EQ(before[1], before[2]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(c.ranks[r]->counters().get(Counter::kCycles), before[r]) << "rank " << r;
+  // Ranks enqueue one after the other, far apart: each enqueue must wake the
+  // idle peers (no timer would).
+  c.each([&](int r, Runtime& rt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 * r));
+    float x = static_cast<float>(r + 1), y = 0;
+    ASSERT_EQ(wait(rt.enqueue({tensor("late", &x, &y, {1})}, allreduce())), TANDEM_SUCCESS);
+    EXPECT_EQ(y, 6.0f);
+  });
+}
+
 class WithProcessSets : public OverCommunicator {};
 
 TEST_P(WithProcessSets, ProcessSetsAndEveryCollective) {

@@ -298,7 +298,11 @@ TEST(Cache, LaterStepsAgreeThroughBitsAndInvalidationRenegotiates) {
     EXPECT_EQ(rt->counters().get(Counter::kRequestsSent), 10u);
   }
   step("new shape", 32);
-  EXPECT_GE(c.ranks[0]->counters().get(Counter::kCacheInvalidations), 1u);
+  // Whichever rank announces first finds its entries stale and invalidates
+  // them everywhere (the others then miss): the cycles decide which one.
+  uint64_t invalidations = 0;
+  for (auto& rt : c.ranks) invalidations += rt->counters().get(Counter::kCacheInvalidations);
+  EXPECT_GE(invalidations, 1u);
   step("cached again", 32);
   EXPECT_EQ(c.ranks[0]->counters().get(Counter::kCacheHits), 40u);
 }

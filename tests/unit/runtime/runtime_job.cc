@@ -227,6 +227,32 @@ void lost_peer() {
         "an enqueue after the loss succeeded");
 }
 
+// The last rank takes part in the cycle that announces the others' tensor,
+// then leaves without enqueueing it. The others have nothing new to
+// announce and the lost rank will never ask for a cycle: their runtime must
+// still notice (idle ranks on one node sleep on the doorbell; a rank with
+// pending tensors runs a cycle now and then) and fail the handle.
+void lost_idle_peer() {
+  if (size < 2) return;
+  float in = 1, out = 0;
+  tandem_tensor_t x = tensor("warmup", &in, &out, TANDEM_FLOAT32, 0, nullptr);
+  tandem_handle_t h = 0;
+  OK(tandem_enqueue_allreduce(&x, TANDEM_SUM, 1, 1, 0, &h));
+  OK(tandem_handle_wait(h, 120.0));
+  if (rank == size - 1) {
+    // Long enough for the others' cycle to run with this rank in it.
+    usleep(300 * 1000);
+    std::fflush(stdout);
+    _exit(0);
+  }
+  x = tensor("waits.for.the.lost.rank", &in, &out, TANDEM_FLOAT32, 0, nullptr);
+  OK(tandem_enqueue_allreduce(&x, TANDEM_SUM, 1, 1, 0, &h));
+  const tandem_result_t rc = tandem_handle_wait(h, 60.0);
+  CHECK(rc == TANDEM_ERR_PEER_LOST, "pending handle ended with %s, expected PEER_LOST",
+        tandem_result_name(rc));
+  std::printf("rank %d: ok lost-idle-peer (%s)\n", rank, tandem_handle_error(h));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,6 +272,7 @@ int main(int argc, char** argv) {
     else if (s == "process-sets") process_sets();
     else if (s == "broadcast-allgather") broadcast_allgather();
     else if (s == "lost-peer") lost_peer();
+    else if (s == "lost-idle-peer") lost_idle_peer();
     else CHECK(false, "unknown scenario '%s'", s.c_str());
   }
   OK(tandem_finalize());

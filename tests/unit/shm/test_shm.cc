@@ -16,6 +16,7 @@
 #include "common/errors.h"
 #include "communicator/communicator.h"
 #include "fork_world.h"
+#include "shm/doorbell.h"
 #include "shm/segment.h"
 #include "../collectives/thread_world.h"
 
@@ -67,6 +68,44 @@ TEST(Segment, CommunicatorLeavesNothingInDevShm) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(seen_while_alive.load(), 0) << "the segment must be unlinked once every rank mapped it";
+}
+
+// The doorbell: a request for round k wakes the ranks that have run fewer
+// rounds, and only those; a rank's own poke ends its wait with ready() true;
+// the deadline ends it otherwise. Across nodes there is none (it would not
+// reach every rank).
+TEST(Doorbell, RequestWakesPeersPokeWakesSelf) {
+  run_world(3, {}, [](Communicator& c) {
+    Doorbell* bell = c.doorbell();
+    ASSERT_NE(bell, nullptr);
+    const auto far = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    c.barrier();
+    if (c.identity().rank == 1) bell->request(1);
+    EXPECT_TRUE(bell->wait(0, far, [] { return false; }));  // woken, or already asked
+    EXPECT_EQ(bell->requested(), 1u);
+    c.barrier();
+    // Nobody asks for round 2: the wait ends at its deadline.
+    EXPECT_FALSE(bell->wait(1, std::chrono::steady_clock::now() + std::chrono::milliseconds(30),
+                            [] { return false; }));
+    // Own work: another thread of this rank sets the flag and pokes.
+    std::atomic<bool> work{false};
+    std::thread t([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      work = true;
+      bell->poke();
+    });
+    EXPECT_FALSE(bell->wait(1, far, [&] { return work.load(); }));
+    EXPECT_TRUE(work.load());
+    t.join();
+    c.barrier();
+    // Requests only grow: an older request does not lower the round.
+    if (c.identity().rank == 0) bell->request(3);
+    c.barrier();
+    if (c.identity().rank == 2) bell->request(2);
+    c.barrier();
+    EXPECT_EQ(bell->requested(), 3u);
+  });
+  run_world(2, {1, 1}, [](Communicator& c) { EXPECT_EQ(c.doorbell(), nullptr); });
 }
 
 TEST(Settings, StrictParsing) {
