@@ -18,29 +18,6 @@ const char* op_type_name(OpType type) {
   return "unknown";
 }
 
-size_t dtype_bytes(int dtype) {
-  switch (dtype) {
-    case TANDEM_UINT8: case TANDEM_INT8: case TANDEM_BOOL: return 1;
-    case TANDEM_FLOAT16: case TANDEM_BFLOAT16: return 2;
-    case TANDEM_INT32: case TANDEM_FLOAT32: return 4;
-    case TANDEM_INT64: case TANDEM_FLOAT64: return 8;
-    default: return 0;
-  }
-}
-
-const char* dtype_name(int dtype) {
-  static const char* const names[TANDEM_DTYPE_COUNT_] = {
-      "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64", "bool"};
-  if (dtype < 0 || dtype >= TANDEM_DTYPE_COUNT_) return "unknown";
-  return names[dtype];
-}
-
-const char* reduce_op_name(int op) {
-  static const char* const names[TANDEM_OP_COUNT_] = {"sum", "average", "min", "max", "product"};
-  if (op < 0 || op >= TANDEM_OP_COUNT_) return "unknown";
-  return names[op];
-}
-
 int64_t Request::elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/reduce.h"
 #include "tandem/tandem.h"
 
 namespace tandem::runtime {
@@ -27,10 +28,10 @@ enum class OpType : uint8_t {
 };
 
 const char* op_type_name(OpType type);
-// Size of one element of a tandem_dtype_t, 0 when unknown.
-size_t dtype_bytes(int dtype);
-const char* dtype_name(int dtype);
-const char* reduce_op_name(int op);
+// Names and sizes of the public enums: one table, in the collectives layer.
+inline size_t dtype_bytes(int dtype) { return tandem::dtype_size(dtype); }
+using tandem::dtype_name;
+inline const char* reduce_op_name(int op) { return tandem::op_name(op); }
 
 struct Request {
   std::string name;

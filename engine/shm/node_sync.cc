@@ -1,9 +1,7 @@
 #include "shm/node_sync.h"
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
-#include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "shm/futex.h"
 
 namespace tandem {
 namespace {
@@ -20,18 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 // How often a sleeping waiter wakes up to look at its peers' pidfds.
 constexpr auto kLivenessSlice = std::chrono::milliseconds(10);
-
-// Shared (not FUTEX_PRIVATE): the word is in memory mapped by several processes.
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds d) {
-  struct timespec ts;
-  ts.tv_sec = static_cast<time_t>(d.count() / 1000000000);
-  ts.tv_nsec = static_cast<long>(d.count() % 1000000000);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
-
-void futex_wake(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
