@@ -17,8 +17,16 @@ namespace tandem {
 // reduces it in rank order) followed by an allgather of the parts: results
 // are bitwise identical on every rank and independent of timing.
 void allreduce(Transport& t, void* buf, size_t count, const Reduction& r);
+// The same out of place (recv == send is in place; no other overlap).
+void allreduce(Transport& t, const void* send, void* recv, size_t count, const Reduction& r);
 
-// counts[j] elements of the reduced send go to rank j, in rank order.
+// reducescatter exchanges and reduces in pieces of at most this many bytes
+// per part, so its scratch is bounded and reused (1 MiB: large enough that a
+// piece's round trip costs little next to its transfer on TCP).
+constexpr size_t kPieceBytes = size_t{1} << 20;
+
+// counts[j] elements of the reduced send go to rank j, in rank order. recv
+// may be send's own part (in place); no other overlap.
 void reducescatter(Transport& t, const void* send, void* recv, const std::vector<size_t>& counts,
                    const Reduction& r);
 

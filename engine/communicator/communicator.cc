@@ -178,6 +178,13 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, tandem_
 
 void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t count,
                                           const Reduction& r) {
+  if (uniform_ && shm_->local_size() == 1) {
+    // One rank per node: the node stage would only copy (in, once through
+    // the reduction, out) and cut the transfer into chunk-sized round trips.
+    // The cross-node transport reads send and writes recv directly instead.
+    tandem::allreduce(*cross_, send, recv, count, r);
+    return;
+  }
   Reduction across = r;
   across.prescale = 1.0;  // applied once, inside the node
   if (uniform_) {
