@@ -57,7 +57,7 @@ class AllreduceSweep : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(AllreduceSweep, EveryTypeOpAndSmallCount) {
   const Layout l = GetParam();
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     for (auto t : kTypes)
       for (auto op : kOps)
         for (size_t count : {0, 1, 7, 1023}) check_case(c, t, op, count, count == 7);
@@ -68,7 +68,7 @@ TEST_P(AllreduceSweep, LargeCountEveryType) {
   const Layout l = GetParam();
   CommunicatorOptions o = small_options();
   o.shm_chunk_bytes = 256 << 10;
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     for (auto t : kTypes) check_case(c, t, TANDEM_SUM, 1 << 20, false);
     for (auto op : kOps) check_case(c, TANDEM_FLOAT32, op, 1 << 20, true);
   }, o);
