@@ -25,6 +25,23 @@ void allreduce(Transport& t, const void* send, void* recv, size_t count, const R
     reduce(data, in, 1, count, r);  // copy, prescale and finalize
     return;
   }
+  if (count * es * static_cast<size_t>(n - 1) <= kExchangeAllBytes) {
+    // Latency-bound: one pairwise round trip per peer instead of two (the
+    // allgather's), and every rank reduces the whole vector itself, in rank
+    // order, so every rank still gets the same bits.
+    const size_t bytes = count * es;
+    std::unique_ptr<char[]> theirs(new char[bytes * static_cast<size_t>(n - 1)]);
+    std::vector<const void*> parts(n);
+    parts[me] = send;
+    for (int step = 1; step < n; ++step) {
+      const int to = (me + step) % n, from = (me - step + n) % n;
+      char* slot = theirs.get() + static_cast<size_t>(step - 1) * bytes;
+      t.sendrecv(to, send, bytes, from, slot, bytes);
+      parts[from] = slot;
+    }
+    reduce(data, parts.data(), n, count, r);
+    return;
+  }
   const size_t unit = es >= 64 ? 1 : 64 / es;
   const size_t per = round_up((count + n - 1) / n, unit);
   std::vector<size_t> counts(n);

@@ -92,8 +92,7 @@ TEST(Allreduce, Float16AccumulatesInFloat32) {
 
 // Random floats with inexact scales: every rank must hold the same bits,
 // twice in a row, and on one node the bits of a rank-order float32 fold.
-void determinism(int size, std::vector<int> layout, bool compare_to_fold) {
-  const size_t count = 100003;
+void determinism(int size, std::vector<int> layout, bool compare_to_fold, size_t count = 100003) {
   std::vector<std::vector<float>> results(size);
   std::vector<std::vector<float>> inputs(size, std::vector<float>(count));
   for (int r = 0; r < size; ++r) {
@@ -126,6 +125,10 @@ void determinism(int size, std::vector<int> layout, bool compare_to_fold) {
 TEST(Allreduce, DeterministicOneNode) { determinism(5, {}, true); }
 TEST(Allreduce, DeterministicTwoNodes) { determinism(6, {3, 3}, false); }
 TEST(Allreduce, DeterministicUneven) { determinism(4, {3, 1}, false); }
+// One rank per node: the transport alone reduces, in rank order, for large
+// messages (reduce-scatter + allgather) and small ones (whole-vector exchange).
+TEST(Allreduce, DeterministicOneRankPerNode) { determinism(3, {1, 1, 1}, true); }
+TEST(Allreduce, DeterministicOneRankPerNodeSmall) { determinism(4, {1, 1, 1, 1}, true, 1001); }
 
 // An input in the shared arena is read by the peers where it lies.
 TEST(Allreduce, SharedArenaBuffers) {
