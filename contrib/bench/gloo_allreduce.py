@@ -2,7 +2,12 @@
 """The torch.distributed gloo side of contrib/bench/compare.sh: allreduce
 (float32, sum, in place: gloo has no out-of-place form) over the same size
 sweep as tandem-bench, same columns. Run with Debian's /usr/bin/python3,
-which sees python3-torch:  /usr/bin/python3 gloo_allreduce.py -np 2"""
+which sees python3-torch:  /usr/bin/python3 gloo_allreduce.py -np 2
+
+Under a launcher (contrib/bench/compare-nodes.sh: srun -N 2 -n 2), --launched
+makes this process one rank: RANK and WORLD_SIZE from the environment, else
+SLURM_PROCID and SLURM_NTASKS; MASTER_ADDR and MASTER_PORT (torch's env://)
+name rank 0's rendezvous; GLOO_SOCKET_IFNAME picks the interface."""
 import argparse
 import os
 import socket
@@ -19,9 +24,9 @@ def parse_size(s):
     return int(float(s[:-1] if mult > 1 else s) * mult)
 
 
-def rank_main(rank, n, port, sizes):
+def rank_main(rank, n, init_method, sizes):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=n)
     if rank == 0:
         print(f"# gloo-allreduce-bench: {n} ranks (torch {torch.__version__})")
         print("#%11s %12s %9s %8s %11s %12s %12s %6s" % ("size(B)", "count", "type", "redop", "time(us)",
@@ -56,15 +61,28 @@ def main():
     p.add_argument("-b", default="8")
     p.add_argument("-e", default="256M")
     p.add_argument("-f", type=float, default=4)
+    p.add_argument("--launched", action="store_true",
+                   help="this process is one rank of a launcher's job (see above)")
     a = p.parse_args()
     sizes, s = [], float(parse_size(a.b))
     while s <= parse_size(a.e) * 1.0001:
         sizes.append(int(s))
         s *= a.f
+    if a.launched:
+        env = os.environ
+        missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if v not in env]
+        rank = env.get("RANK", env.get("SLURM_PROCID"))
+        size = env.get("WORLD_SIZE", env.get("SLURM_NTASKS"))
+        if missing or rank is None or size is None:
+            sys.exit("gloo_allreduce.py --launched needs MASTER_ADDR, MASTER_PORT and RANK/WORLD_SIZE "
+                     "(or SLURM_PROCID/SLURM_NTASKS); missing: " +
+                     " ".join(missing + [v for v, x in (("RANK", rank), ("WORLD_SIZE", size)) if x is None]))
+        rank_main(int(rank), int(size), "env://", sizes)
+        return 0
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    mp.spawn(rank_main, args=(a.np, port, sizes), nprocs=a.np, join=True)
+    mp.spawn(rank_main, args=(a.np, f"tcp://127.0.0.1:{port}", sizes), nprocs=a.np, join=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #include "bootstrap/memory_bootstrap.h"
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <string>
@@ -34,13 +35,29 @@ MemoryWorld::MemoryWorld(int size, std::vector<int> ranks_per_node)
                           ", expected the world size " + std::to_string(size));
 }
 
+std::shared_ptr<MemoryWorld> MemoryWorld::with_placement(const std::vector<int>& node_of_rank) {
+  auto world = std::make_shared<MemoryWorld>(static_cast<int>(std::max<size_t>(1, node_of_rank.size())));
+  if (node_of_rank.empty()) return world;
+  const int nodes = *std::max_element(node_of_rank.begin(), node_of_rank.end()) + 1;
+  std::vector<bool> used(static_cast<size_t>(std::max(nodes, 0)), false);
+  for (int n : node_of_rank) {
+    if (n < 0) throw InvalidArgument("MemoryWorld: node numbers must be >= 0, got " + std::to_string(n));
+    used[static_cast<size_t>(n)] = true;
+  }
+  for (int n = 0; n < nodes; ++n)
+    if (!used[static_cast<size_t>(n)])
+      throw InvalidArgument("MemoryWorld: node " + std::to_string(n) + " holds no rank; number nodes 0..k-1");
+  world->node_of_rank_ = node_of_rank;
+  return world;
+}
+
 Identity MemoryWorld::identity_of(int rank) const {
   Identity id;
   id.rank = rank;
   id.size = size_;
   id.node_of_rank = node_of_rank_;
   id.cross_rank = node_of_rank_[rank];
-  id.cross_size = node_of_rank_.back() + 1;
+  id.cross_size = *std::max_element(node_of_rank_.begin(), node_of_rank_.end()) + 1;
   id.local_rank = 0;
   id.local_size = 0;
   for (int r = 0; r < size_; ++r) {

@@ -16,6 +16,9 @@ class MemoryWorld {
   // ranks_per_node lists how many ranks each node has, e.g. {3, 1}: ranks are
   // placed on nodes in block order. Empty means one node holding every rank.
   explicit MemoryWorld(int size, std::vector<int> ranks_per_node = {});
+  // Any placement: node_of_rank[r] is rank r's node, e.g. {0, 1, 0, 1} for a
+  // cyclic one (srun -m cyclic). Nodes are numbered 0..k-1, each used.
+  static std::shared_ptr<MemoryWorld> with_placement(const std::vector<int>& node_of_rank);
   int size() const { return size_; }
   Identity identity_of(int rank) const;
   std::vector<Bytes> allgather(int rank, const Bytes& mine, std::chrono::milliseconds timeout);

@@ -1,6 +1,7 @@
 #include "communicator/communicator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "collectives/collectives.h"
@@ -82,7 +83,8 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
     if (!connect_)
       throw UnsupportedError("the job spans " + std::to_string(id_.cross_size) +
                              " nodes but this build has no transport between nodes");
-    const auto nodes = ranks_by_node(id_);
+    nodes_ = ranks_by_node(id_);
+    const auto& nodes = nodes_;
     std::vector<int> group;
     for (const auto& node : nodes) {
       if (node.size() != nodes[0].size()) uniform_ = false;
@@ -195,6 +197,14 @@ void Communicator::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, t
 void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t count,
                                           const Reduction& r, const ResultSink* out,
                                           const InputSource* source) {
+  if (uniform_ && shm_->local_size() == 1 && out == nullptr && source == nullptr) {
+    // One rank per node: the node stage would only copy (in, once through
+    // the reduction, out) and cut the transfer into chunk-sized round trips.
+    // The cross-node transport reads send and writes recv directly instead.
+    // (With a result sink or input source the node stage does that work.)
+    tandem::allreduce(*cross_, send, recv, count, r);
+    return;
+  }
   Reduction across = r;
   across.prescale = 1.0;  // applied once, inside the node
   if (uniform_) {
@@ -223,8 +233,40 @@ void Communicator::broadcast(void* buf, size_t count, tandem_dtype_t dtype, int 
     if (id_.cross_size == 1)
       shm_->broadcast(buf, count * es, root);
     else
-      tandem::broadcast(world_transport(), buf, count * es, root);
+      hierarchical_broadcast(buf, count * es, root);
   });
+}
+
+// Across nodes, shared memory inside them. Uniform layouts: the root's node
+// shares the buffer over shm, then every local rank carries its slice of it
+// across nodes over its own transport (all slices in parallel, like the
+// allreduce), and the other nodes reassemble the slices with an shm
+// allgather. Uneven layouts: the root's node shares it over shm, the local
+// rank 0s (present on every node) broadcast it across nodes, and each other
+// node shares it over shm.
+void Communicator::hierarchical_broadcast(void* buf, size_t bytes, int root) {
+  const int root_node = id_.node_of_rank.at(root);
+  const auto& rn = nodes_.at(root_node);
+  const int root_local = static_cast<int>(std::find(rn.begin(), rn.end(), root) - rn.begin());
+  const bool root_here = id_.cross_rank == root_node;
+  char* data = static_cast<char*>(buf);
+  if (root_here) shm_->broadcast(buf, bytes, root_local);
+  if (!uniform_) {
+    if (id_.local_rank == 0) tandem::broadcast(*cross_, buf, bytes, root_node);
+    if (!root_here) shm_->broadcast(buf, bytes, 0);
+    return;
+  }
+  // Slices in whole 64-byte lines, like the node stage of the allreduce.
+  const int n = id_.local_size;
+  const size_t per = ((bytes + n - 1) / n + 63) / 64 * 64;
+  std::vector<size_t> slice(n);
+  for (int j = 0; j < n; ++j) {
+    const size_t lo = std::min(bytes, per * j);
+    slice[j] = std::min(bytes, lo + per) - lo;
+  }
+  const size_t mine = std::min(bytes, per * id_.local_rank);
+  if (slice[id_.local_rank]) tandem::broadcast(*cross_, data + mine, slice[id_.local_rank], root_node);
+  if (!root_here) shm_->allgatherv(data + mine, data, slice);
 }
 
 void Communicator::allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype) {
@@ -246,8 +288,49 @@ void Communicator::allgatherv(const void* send, size_t send_count, void* recv,
     if (id_.cross_size == 1)
       shm_->allgatherv(send, recv, scaled(recv_counts, es));
     else
-      tandem::allgatherv(world_transport(), send, recv, scaled(recv_counts, es));
+      hierarchical_allgatherv(send, recv, scaled(recv_counts, es));
   });
+}
+
+// The node gathers its ranks' blocks over shm into its node block, the local
+// rank 0s exchange node blocks across nodes, and each node shares the other
+// nodes' blocks over shm. The blocks travel in node-major order (node 0's
+// ranks, then node 1's); when the world's rank order differs (cyclic
+// placement) they are gathered in a scratch buffer and put in rank order at
+// the end.
+void Communicator::hierarchical_allgatherv(const void* send, void* recv,
+                                           const std::vector<size_t>& bytes) {
+  std::vector<size_t> world_at(id_.size, 0);
+  for (int r = 1; r < id_.size; ++r) world_at[r] = world_at[r - 1] + bytes[r - 1];
+  const size_t total = world_at.back() + bytes.back();
+  bool node_major = true;  // world order == node-major order
+  std::vector<size_t> at(id_.size), node_bytes(nodes_.size(), 0), node_at(nodes_.size(), 0);
+  size_t pos = 0;
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    node_at[k] = pos;
+    for (int r : nodes_[k]) {
+      at[r] = pos;
+      node_major = node_major && pos == world_at[r];
+      pos += bytes[r];
+      node_bytes[k] += bytes[r];
+    }
+  }
+  std::vector<char> scratch(node_major ? 0 : total);
+  char* out = node_major ? static_cast<char*>(recv) : scratch.data();
+  const int me = id_.cross_rank;
+  std::vector<size_t> local(nodes_[me].size());
+  for (size_t j = 0; j < local.size(); ++j) local[j] = bytes[nodes_[me][j]];
+  shm_->allgatherv(send, out + node_at[me], local);
+  if (id_.local_rank == 0) tandem::allgatherv(*cross_, out + node_at[me], out, node_bytes);
+  // This node's block is everywhere already: share what lies before and after.
+  if (node_at[me] > 0) shm_->broadcast(out, node_at[me], 0);
+  const size_t after = node_at[me] + node_bytes[me];
+  if (total > after) shm_->broadcast(out + after, total - after, 0);
+  if (!node_major) {
+    char* dst = static_cast<char*>(recv);
+    for (int r = 0; r < id_.size; ++r)
+      if (bytes[r]) std::memcpy(dst + world_at[r], out + at[r], bytes[r]);
+  }
 }
 
 void Communicator::alltoall(const void* send, void* recv, size_t count, tandem_dtype_t dtype) {

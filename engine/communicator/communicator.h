@@ -127,6 +127,8 @@ class Communicator {
   void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r,
                               const ResultSink* out = nullptr,
                               const InputSource* source = nullptr);
+  void hierarchical_broadcast(void* buf, size_t bytes, int root);
+  void hierarchical_allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
 
   std::unique_ptr<Bootstrap> bootstrap_;
   TransportFactory connect_;
@@ -134,6 +136,7 @@ class Communicator {
   Identity id_;
   std::unique_ptr<ShmGroup> shm_;
   bool uniform_ = true;               // every node has the same number of ranks
+  std::vector<std::vector<int>> nodes_;  // world ranks of each node, ascending
   std::unique_ptr<Transport> cross_;  // same local rank on every node
   std::unique_ptr<Transport> world_;  // every rank, on first use
   std::mutex poison_mu_;

@@ -360,6 +360,7 @@ void ShmGroup::allreduce_small(const void* send, void* recv, size_t count, const
 // everyone else copies it out. The next step uses the other buffer, and the
 // one after passes a barrier that every reader reaches only after reading.
 void ShmGroup::broadcast(void* buf, size_t bytes, int root) {
+  if (n_ == 1) return;
   for (size_t start = 0; start < bytes; start += chunk_) {
     const size_t m = std::min(chunk_, bytes - start);
     const int b = next_parity();

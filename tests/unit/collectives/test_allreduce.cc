@@ -58,7 +58,7 @@ class AllreduceSweep : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(AllreduceSweep, EveryTypeOpAndSmallCount) {
   const Layout l = GetParam();
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     for (auto t : kTypes)
       for (auto op : kOps)
         for (size_t count : {0, 1, 7, 1023}) check_case(c, t, op, count, count == 7);
@@ -69,7 +69,7 @@ TEST_P(AllreduceSweep, LargeCountEveryType) {
   const Layout l = GetParam();
   CommunicatorOptions o = small_options();
   o.shm_chunk_bytes = 256 << 10;
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     for (auto t : kTypes) check_case(c, t, TANDEM_SUM, 1 << 20, false);
     for (auto op : kOps) check_case(c, TANDEM_FLOAT32, op, 1 << 20, true);
   }, o);
@@ -93,8 +93,7 @@ TEST(Allreduce, Float16AccumulatesInFloat32) {
 
 // Random floats with inexact scales: every rank must hold the same bits,
 // twice in a row, and on one node the bits of a rank-order float32 fold.
-void determinism(int size, std::vector<int> layout, bool compare_to_fold) {
-  const size_t count = 100003;
+void determinism(int size, std::vector<int> layout, bool compare_to_fold, size_t count = 100003) {
   std::vector<std::vector<float>> results(size);
   std::vector<std::vector<float>> inputs(size, std::vector<float>(count));
   for (int r = 0; r < size; ++r) {
@@ -127,6 +126,10 @@ void determinism(int size, std::vector<int> layout, bool compare_to_fold) {
 TEST(Allreduce, DeterministicOneNode) { determinism(5, {}, true); }
 TEST(Allreduce, DeterministicTwoNodes) { determinism(6, {3, 3}, false); }
 TEST(Allreduce, DeterministicUneven) { determinism(4, {3, 1}, false); }
+// One rank per node: the transport alone reduces, in rank order, for large
+// messages (reduce-scatter + allgather) and small ones (whole-vector exchange).
+TEST(Allreduce, DeterministicOneRankPerNode) { determinism(3, {1, 1, 1}, true); }
+TEST(Allreduce, DeterministicOneRankPerNodeSmall) { determinism(4, {1, 1, 1, 1}, true, 1001); }
 
 // An input in the shared arena is read by the peers where it lies.
 TEST(Allreduce, SharedArenaBuffers) {

@@ -1,6 +1,9 @@
 // Broadcast, allgather(v), alltoall(v), reducescatter and barrier on every
 // layout, with counts 0, 1, 7, 1023 and one larger than a pipeline step.
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -20,7 +23,7 @@ class Collectives : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(Collectives, Broadcast) {
   const Layout l = GetParam();
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     const int n = c.identity().size, me = c.identity().rank;
     for (size_t count : kCounts) {
       for (int root = 0; root < n; ++root) {
@@ -36,7 +39,7 @@ TEST_P(Collectives, Broadcast) {
 
 TEST_P(Collectives, AllgatherAndAllgatherv) {
   const Layout l = GetParam();
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     const int n = c.identity().size, me = c.identity().rank;
     for (size_t count : kCounts) {
       std::vector<int32_t> send(count), recv(count * n, -1);
@@ -60,7 +63,7 @@ TEST_P(Collectives, AllgatherAndAllgatherv) {
 
 TEST_P(Collectives, AlltoallAndAlltoallv) {
   const Layout l = GetParam();
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     const int n = c.identity().size, me = c.identity().rank;
     for (size_t count : kCounts) {
       std::vector<int32_t> send(count * n), recv(count * n, -1);
@@ -91,7 +94,7 @@ TEST_P(Collectives, AlltoallAndAlltoallv) {
 
 TEST_P(Collectives, Reducescatter) {
   const Layout l = GetParam();
-  run_world(l.size, l.per_node, [](Communicator& c) {
+  run_layout(l, [](Communicator& c) {
     const int n = c.identity().size, me = c.identity().rank;
     for (size_t count : kCounts) {
       std::vector<size_t> counts(n);
@@ -122,7 +125,7 @@ TEST_P(Collectives, Reducescatter) {
 TEST_P(Collectives, Barrier) {
   const Layout l = GetParam();
   std::atomic<int> arrived{0};
-  run_world(l.size, l.per_node, [&](Communicator& c) {
+  run_layout(l, [&](Communicator& c) {
     for (int round = 1; round <= 20; ++round) {
       arrived.fetch_add(1);
       c.barrier();
@@ -134,6 +137,51 @@ TEST_P(Collectives, Barrier) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Collectives, ::testing::ValuesIn(all_layouts()),
                          [](const auto& info) { return info.param.name(); });
+
+// Broadcast and allgather across nodes are hierarchical: shared memory inside
+// a node, transports only between nodes. A flat implementation would connect
+// a transport over every rank (pairs on one node over loopback TCP in a real
+// job); this records every group that gets connected and checks none does.
+TEST(Collectives, BroadcastAndAllgatherAcrossNodesConnectNoWorldTransport) {
+  for (const std::vector<int>& per_node : {std::vector<int>{3, 3}, std::vector<int>{3, 1}}) {
+    int size = 0;
+    for (int k : per_node) size += k;
+    auto world = std::make_shared<MemoryWorld>(size, per_node);
+    auto net = make_memory_network();
+    std::mutex mu;
+    std::vector<size_t> groups;  // member count of every connect
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(size);
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          auto connect = [&](Bootstrap& b, const std::vector<int>& m, std::chrono::milliseconds t) {
+            {
+              std::lock_guard<std::mutex> lock(mu);
+              groups.push_back(m.size());
+            }
+            return connect_memory(net, b, m, t);
+          };
+          Communicator c(std::make_unique<MemoryBootstrap>(world, r), connect, small_options());
+          std::vector<int64_t> buf(3000, c.identity().rank == size - 1 ? 7 : 0);
+          c.broadcast(buf.data(), buf.size(), TANDEM_INT64, size - 1);
+          EXPECT_EQ(buf[2999], 7);
+          std::vector<int32_t> all(size);
+          const int32_t mine = c.identity().rank * 10;
+          c.allgather(&mine, 1, all.data(), TANDEM_INT32);
+          for (int k = 0; k < size; ++k) EXPECT_EQ(all[k], k * 10);
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+    for (size_t g : groups)
+      EXPECT_LT(g, static_cast<size_t>(size)) << "a transport over every rank was connected";
+    EXPECT_FALSE(groups.empty()) << "no transport between the nodes was connected";
+  }
+}
 
 TEST(Collectives, BadArguments) {
   run_world(3, {}, [](Communicator& c) {

@@ -27,10 +27,14 @@ inline CommunicatorOptions small_options() {
   return o;
 }
 
+// layout: ranks per node in block order ({3, 1}); placement, when given,
+// names each rank's node instead ({0, 1, 0, 1}: cyclic).
 inline void run_world(int size, const std::vector<int>& layout,
                       const std::function<void(Communicator&)>& body,
-                      const CommunicatorOptions& options = small_options()) {
-  auto world = std::make_shared<MemoryWorld>(size, layout);
+                      const CommunicatorOptions& options = small_options(),
+                      const std::vector<int>& placement = {}) {
+  auto world = placement.empty() ? std::make_shared<MemoryWorld>(size, layout)
+                                 : MemoryWorld::with_placement(placement);
   auto net = make_memory_network();
   std::vector<std::exception_ptr> errors(size);
   std::vector<std::thread> threads;
@@ -63,14 +67,22 @@ inline void run_world(int size, const std::vector<int>& layout,
 struct Layout {
   int size;
   std::vector<int> per_node;
+  std::vector<int> placement = {};  // node of each rank, for non-block placements
   std::string name() const {
     std::string s = std::to_string(size) + "ranks";
     for (int n : per_node) s += "_" + std::to_string(n);
+    if (!placement.empty()) s += "_placed";
+    for (int n : placement) s += std::to_string(n);
     return s;
   }
 };
 
 inline void PrintTo(const Layout& l, std::ostream* os) { *os << l.name(); }
+
+inline void run_layout(const Layout& l, const std::function<void(Communicator&)>& body,
+                       const CommunicatorOptions& options = small_options()) {
+  run_world(l.size, l.per_node, body, options, l.placement);
+}
 
 inline std::vector<Layout> all_layouts() {
   std::vector<Layout> out;
@@ -79,6 +91,10 @@ inline std::vector<Layout> all_layouts() {
   out.push_back({4, {3, 1}});
   out.push_back({3, {1, 1, 1}});
   out.push_back({4, {2, 2}});
+  out.push_back({2, {1, 1}});
+  // Cyclic placements (srun -m cyclic): a node's ranks are not contiguous.
+  out.push_back({6, {}, {0, 1, 0, 1, 0, 1}});
+  out.push_back({4, {}, {0, 1, 0, 0}});
   return out;
 }
 

@@ -3,6 +3,11 @@
 // message sizes 1 MiB .. 256 MiB. Prints time per sendrecv and GB/s per
 // direction (bytes / time; both directions run at once, so the link carries
 // twice that). Usage: tcp-bandwidth [max MiB, default 256]
+//
+// Under a launcher with 2 ranks (srun -N 2 -n 2 --horovod=on, tandem-run
+// -np 2) each process is one rank and the bytes cross the real link between
+// the nodes (TANDEM_TCP_IFNAME picks it): docs/engine.md uses this to measure
+// the namespace cluster's veth/bridge ceiling.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/from_environment.h"
 #include "bootstrap/memory_bootstrap.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -19,13 +25,11 @@ using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
   const size_t max_mib = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 256;
-  auto world = std::make_shared<MemoryWorld>(2);
   std::vector<double> seconds;  // per size, rank 0's view
   std::vector<size_t> sizes;
   for (size_t mib = 1; mib <= max_mib; mib *= 4) sizes.push_back(mib << 20);
   seconds.resize(sizes.size());
-  auto rank_main = [&](int rank) {
-    MemoryBootstrap b(world, rank);
+  auto measure = [&](Bootstrap& b, int rank) {
     auto t = connect_tcp(b, {0, 1}, std::chrono::milliseconds(60000));
     for (size_t i = 0; i < sizes.size(); ++i) {
       const size_t bytes = sizes[i];
@@ -40,9 +44,24 @@ int main(int argc, char** argv) {
       if (rank == 0) seconds[i] = s;
     }
   };
-  std::thread peer(rank_main, 1);
-  rank_main(0);
-  peer.join();
+  std::unique_ptr<Bootstrap> launched = bootstrap_from_environment();
+  if (launched->identity().size == 2) {
+    measure(*launched, launched->identity().rank);
+    if (launched->identity().rank != 0) return 0;
+  } else if (launched->identity().size == 1) {
+    auto world = std::make_shared<MemoryWorld>(2);
+    std::thread peer([&] {
+      MemoryBootstrap b(world, 1);
+      measure(b, 1);
+    });
+    MemoryBootstrap b(world, 0);
+    measure(b, 0);
+    peer.join();
+  } else {
+    std::fprintf(stderr, "tcp-bandwidth: launched with %d ranks; it measures between 2 (or run it alone)\n",
+                 launched->identity().size);
+    return 2;
+  }
   std::printf("%12s %14s %18s\n", "size (B)", "time (ms)", "GB/s per direction");
   for (size_t i = 0; i < sizes.size(); ++i)
     std::printf("%12zu %14.2f %18.2f\n", sizes[i], seconds[i] * 1e3, sizes[i] / seconds[i] / 1e9);

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Side-by-side table for contrib/bench/compare.sh and compare-nodes.sh.
+
+Reads result files in tandem-bench's column format (size count type redop
+time algbw busbw check; '#' lines ignored; a file may hold several runs) and
+prints, per size, each tool's best (lowest-time) run as "time (busbw)", plus
+ratio columns: a tool's busbw over the best busbw of a reference group. Where
+busbw rounds to zero (tiny sizes) the ratio compares times instead (best
+reference time / tool time) and the row says "(time)". A failed check in any
+run shows as BAD and is never hidden by a better run.
+
+  compare_table.py --title T --col "tandem=DIR/tandem.txt" --col "mpi=DIR/mpi.txt" \\
+                   --ratio "ratio=tandem:mpi,gloo"
+"""
+import argparse
+import os
+
+
+def load(path):
+    rows = {}
+    if not os.path.exists(path):
+        return rows
+    for line in open(path):
+        f = line.split()
+        if len(f) < 8 or line.startswith("#"):
+            continue
+        size, row = int(f[0]), (float(f[4]), float(f[6]), f[7])
+        old = rows.get(size)
+        best = row if old is None or row[0] < old[0] else old
+        bad = [r[2] for r in (old, row) if r and r[2] not in ("ok", "-")]
+        rows[size] = (best[0], best[1], bad[0] if bad else best[2])
+    return rows
+
+
+def size_name(b):
+    for unit, s in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if b >= s and b % s == 0:
+            return f"{b // s}{unit}"
+    return str(b)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--title", required=True)
+    p.add_argument("--col", action="append", required=True, help="LABEL=FILE")
+    p.add_argument("--ratio", action="append", default=[], help="NAME=TOOL:REF[,REF...]")
+    a = p.parse_args()
+    cols = [c.split("=", 1) for c in a.col]
+    data = {label: load(path) for label, path in cols}
+    ratios = []
+    for r in a.ratio:
+        name, spec = r.split("=", 1)
+        tool, refs = spec.split(":", 1)
+        ratios.append((name, tool, refs.split(",")))
+    sizes = sorted(set().union(*[d.keys() for d in data.values()]))
+    print(f"\n{a.title}")
+    print("%6s" % "size" + "".join("%20s" % label for label, _ in cols) +
+          "".join(" %8s" % name for name, _, _ in ratios))
+    for s in sizes:
+        cells = ""
+        for label, _ in cols:
+            d = data[label]
+            cells += "%20s" % (f"{d[s][0]:.1f} ({d[s][1]:.2f})" + ("" if d[s][2] in ("ok", "-") else " BAD")
+                               if s in d else "-")
+        by_time = False
+        out = ""
+        for _, tool, refs in ratios:
+            have = [data[ref][s] for ref in refs if s in data.get(ref, {})]
+            mine = data.get(tool, {}).get(s)
+            if not have or not mine:
+                out += " %8s" % "-"
+            elif mine[1] < 0.01 or max(h[1] for h in have) == 0:
+                by_time = True
+                out += " %8.2f" % (min(h[0] for h in have) / mine[0])
+            else:
+                out += " %8.2f" % (mine[1] / max(h[1] for h in have))
+        print("%6s" % size_name(s) + cells + out + (" (time)" if by_time else ""))
+
+
+if __name__ == "__main__":
+    main()
