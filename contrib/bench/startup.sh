@@ -35,7 +35,9 @@ name=""
 cdir=""
 out=$(mktemp -d /tmp/tandem-startup.XXXXXX)
 stop_cluster() {
-  [ -n "$name" ] && "$root/contrib/cluster/stop.sh" --name "$name" --dir "$cdir" --build "$build" >/dev/null || true
+  if [ -n "$name" ]; then
+    "$root/contrib/cluster/stop.sh" --name "$name" --dir "$cdir" --build "$build" >/dev/null || true
+  fi
   name=""
 }
 trap 'stop_cluster; rm -rf "$out"' EXIT
