@@ -17,12 +17,16 @@ import json
 import os
 import sys
 import tempfile
-import traceback
 
 import torch
 
 import horovod.torch as hvd
 from horovod.common.exceptions import HorovodInternalError
+
+try:  # run as a script (tandem-run, srun): workers/ is sys.path[0]
+    from report import run_checks
+except ImportError:  # imported by the pytest module to list the checks
+    from workers.report import run_checks
 
 CHECKS = []
 
@@ -597,20 +601,7 @@ def main():
     args = parser.parse_args()
     wanted = set(filter(None, args.only.split(",")))
     hvd.init()
-    failed = 0
-    for fn in CHECKS:
-        if wanted and fn.__name__ not in wanted:
-            continue
-        try:
-            fn()
-            print("PASS %s rank %d" % (fn.__name__, hvd.rank()), flush=True)
-        except Exception as exc:  # noqa: BLE001 - report every check, then fail
-            failed += 1
-            print("FAIL %s rank %d: %s: %s" % (fn.__name__, hvd.rank(), type(exc).__name__,
-                                               exc), flush=True)
-            traceback.print_exc(file=sys.stderr)
-    hvd.shutdown()
-    return 1 if failed else 0
+    return run_checks([fn for fn in CHECKS if not wanted or fn.__name__ in wanted])
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ visible devices, or TANDEM_GPU_DEVICE).
 import argparse
 import os
 import sys
-import traceback
 
 import torch
 
@@ -29,8 +28,10 @@ from tandem import _collectives, _dtypes, errors
 
 try:  # run as a script (tandem-run): workers/ is sys.path[0]
     from fake_cuda import FakeStream, fake_cuda
+    from report import run_checks
 except ImportError:  # imported by the pytest module to list the checks
     from workers.fake_cuda import FakeStream, fake_cuda
+    from workers.report import run_checks
 
 CHECKS = {"refusal": [], "cuda": []}
 
@@ -331,21 +332,7 @@ def main():
         else:
             torch.cuda.set_device(int(os.environ.get("TANDEM_GPU_DEVICE",
                                                      hvd.local_rank() % torch.cuda.device_count())))
-    failed = 0
-    for fn in CHECKS[args.mode]:
-        if skip is not None:
-            print("SKIP %s rank %d: %s" % (fn.__name__, hvd.rank(), skip), flush=True)
-            continue
-        try:
-            fn()
-            print("PASS %s rank %d" % (fn.__name__, hvd.rank()), flush=True)
-        except Exception as exc:  # noqa: BLE001 - report every check, then fail
-            failed += 1
-            print("FAIL %s rank %d: %s: %s" % (fn.__name__, hvd.rank(), type(exc).__name__,
-                                               exc), flush=True)
-            traceback.print_exc(file=sys.stderr)
-    hvd.shutdown()
-    return 1 if failed else 0
+    return run_checks(CHECKS[args.mode], skip)
 
 
 if __name__ == "__main__":
