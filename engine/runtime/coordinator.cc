@@ -9,9 +9,10 @@
 namespace tandem::runtime {
 
 const Request& Response::first() const {
-  for (size_t r = 0; r < per_rank.size(); ++r)
-    if (present[r]) return per_rank[r];
-  return per_rank.front();
+  const std::vector<Request>& all = per_rank();
+  for (size_t r = 0; r < all.size(); ++r)
+    if (present[r]) return all[r];
+  return all.front();
 }
 
 bool Response::any_absent() const {
@@ -113,14 +114,14 @@ void Coordinator::take_cached(const std::vector<CycleMessage>& messages, Clock::
       partial_bits_.erase(bit);
       continue;
     }
-    const std::vector<Request>* per_rank = cache_.at(bit);
-    if (per_rank == nullptr) continue;  // invalidated in this very cycle
+    const ResponseCache::Requests& per_rank = cache_.at(bit);
+    if (!per_rank) continue;  // invalidated in this very cycle
     if (someone_active && test_bit(all, bit)) {
       partial_bits_.erase(bit);
       Response r;
       r.name = per_rank->front().name;
       r.type = per_rank->front().type;
-      r.per_rank = *per_rank;
+      r.requests = per_rank;
       r.present.resize(per_rank->size());
       for (size_t k = 0; k < per_rank->size(); ++k)
         r.present[k] = test_bit(messages[k].cache_bits, bit);
@@ -165,16 +166,19 @@ Response Coordinator::make_response(const std::string& name,
   for (const auto& q : per_rank)
     if (q && !some) some = &*q;
   r.type = some->type;
+  auto all = std::make_shared<std::vector<Request>>();
+  all->reserve(per_rank.size());
   for (const auto& q : per_rank) {
     r.present.push_back(q.has_value());
-    r.per_rank.push_back(q ? *q : *some);
+    all->push_back(q ? *q : *some);
   }
+  r.requests = std::move(all);
   r.error = check(r);
   if (!r.error.empty()) {
     r.error_code = r.error.find("joined") != std::string::npos ? TANDEM_ERR_UNSUPPORTED
                                                                 : TANDEM_ERR_MISMATCH;
   } else if (!r.any_absent()) {
-    cache_.put(r.per_rank);
+    cache_.put(r.requests);
   }
   return r;
 }
@@ -194,9 +198,9 @@ std::string Coordinator::check(const Response& r) const {
   auto field = [&](const char* what,
                    const std::function<std::string(const Request&)>& value) -> std::string {
     std::vector<std::pair<std::string, std::vector<int>>> groups;
-    for (size_t k = 0; k < r.per_rank.size(); ++k) {
+    for (size_t k = 0; k < r.per_rank().size(); ++k) {
       if (!r.present[k]) continue;
-      std::string v = value(r.per_rank[k]);
+      std::string v = value(r.per_rank()[k]);
       auto g = std::find_if(groups.begin(), groups.end(), [&](auto& p) { return p.first == v; });
       if (g == groups.end()) groups.push_back({v, {static_cast<int>(k)}});
       else g->second.push_back(static_cast<int>(k));
@@ -282,7 +286,7 @@ std::vector<Coordinator::Pending> Coordinator::pending() const {
     add(name, type, have, e.since);
   }
   for (const auto& [bit, p] : partial_bits_) {
-    const auto* per_rank = cache_.at(bit);
+    const ResponseCache::Requests& per_rank = cache_.at(bit);
     if (per_rank) add(per_rank->front().name, per_rank->front().type, p.have, p.since);
   }
   return out;

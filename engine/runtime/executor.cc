@@ -178,10 +178,10 @@ void run_broadcast(ExecContext& ctx, const Response& r, TensorEntry& e) {
 void run_allgather(ExecContext& ctx, const Response& r, TensorEntry& e, TensorOutput* out) {
   const Request& q = e.request;
   const size_t row_bytes = to_size(q.row_elements()) * dtype_bytes(q.dtype);
-  std::vector<size_t> recv(r.per_rank.size());
+  std::vector<size_t> recv(r.per_rank().size());
   int64_t rows = 0;
-  for (size_t k = 0; k < r.per_rank.size(); ++k) {
-    int64_t d0 = r.per_rank[k].shape.empty() ? 1 : r.per_rank[k].shape[0];
+  for (size_t k = 0; k < r.per_rank().size(); ++k) {
+    int64_t d0 = r.per_rank()[k].shape.empty() ? 1 : r.per_rank()[k].shape[0];
     recv[k] = to_size(d0) * row_bytes;
     rows += d0;
   }
@@ -194,14 +194,14 @@ void run_allgather(ExecContext& ctx, const Response& r, TensorEntry& e, TensorOu
 void run_alltoall(ExecContext& ctx, const Response& r, TensorEntry& e, TensorOutput* out,
                   std::vector<int64_t>* received) {
   const Request& q = e.request;
-  const size_t n = r.per_rank.size();
+  const size_t n = r.per_rank().size();
   const size_t row_bytes = to_size(q.row_elements()) * dtype_bytes(q.dtype);
   std::vector<size_t> send(n), recv(n);
   received->assign(n, 0);
   int64_t rows = 0;
   for (size_t k = 0; k < n; ++k) {
     send[k] = to_size(q.splits[k]) * row_bytes;
-    int64_t in = r.per_rank[k].splits[ctx.set_rank];
+    int64_t in = r.per_rank()[k].splits[ctx.set_rank];
     (*received)[k] = in;
     recv[k] = to_size(in) * row_bytes;
     rows += in;
@@ -214,7 +214,7 @@ void run_alltoall(ExecContext& ctx, const Response& r, TensorEntry& e, TensorOut
 
 void run_reducescatter(ExecContext& ctx, const Response& r, TensorEntry& e, TensorOutput* out) {
   const Request& q = e.request;
-  const int64_t n = static_cast<int64_t>(r.per_rank.size());
+  const int64_t n = static_cast<int64_t>(r.per_rank().size());
   const int64_t rows = q.shape[0];
   std::vector<size_t> counts(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k)

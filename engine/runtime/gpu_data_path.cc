@@ -211,7 +211,7 @@ std::vector<DevicePath::Result> GpuDataPath::execute(
       const Response& r = *responses.front();
       int64_t rows = 0;
       for (size_t k = 0; k < n; ++k) {
-        const int64_t d0 = r.per_rank[k].shape[0];
+        const int64_t d0 = r.per_rank()[k].shape[0];
         req.recv_counts.push_back(to_size(d0) * row);
         rows += d0;
       }
@@ -225,7 +225,7 @@ std::vector<DevicePath::Result> GpuDataPath::execute(
       int64_t rows = 0;
       for (size_t k = 0; k < n; ++k) {
         req.send_counts.push_back(to_size(q.splits[k]) * row);
-        const int64_t in = r.per_rank[k].splits[me];
+        const int64_t in = r.per_rank()[k].splits[me];
         req.recv_counts.push_back(to_size(in) * row);
         out[0].splits.push_back(in);
         rows += in;

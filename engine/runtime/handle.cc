@@ -4,7 +4,10 @@ namespace tandem::runtime {
 
 HandleState::HandleState(tandem_handle_t id, int tensors)
     : id_(id), remaining_(tensors), outputs_(static_cast<size_t>(tensors)) {
-  if (tensors == 0) finished_ = done_ = true;
+  if (tensors == 0) {
+    finished_ = true;
+    done_ = true;
+  }
 }
 
 void HandleState::complete_one(int index, tandem_result_t result, const std::string& error,
@@ -36,8 +39,8 @@ void HandleState::publish() {
   tandem_result_t final_result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!finished_ || done_) return;
-    done_ = true;
+    if (!finished_ || done_.load(std::memory_order_relaxed)) return;
+    done_.store(true, std::memory_order_release);
     final_result = result_;
     cb = callback_;
     user = user_;
@@ -62,42 +65,34 @@ int HandleState::int_result() const {
   return int_result_;
 }
 
-bool HandleState::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
-}
+bool HandleState::done() const { return done_.load(std::memory_order_acquire); }
 
+// result_ and error_ are final once done_ reads true.
 tandem_result_t HandleState::result() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_ ? result_ : TANDEM_ERR_IN_PROGRESS;
+  return done() ? result_ : TANDEM_ERR_IN_PROGRESS;
 }
 
-std::string HandleState::error() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_ ? error_ : std::string();
-}
+std::string HandleState::error() const { return done() ? error_ : std::string(); }
 
-const char* HandleState::error_cstr() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  // error_ is written once, before done_; after that the pointer is stable.
-  return done_ ? error_.c_str() : "";
-}
+const char* HandleState::error_cstr() const { return done() ? error_.c_str() : ""; }
 
 bool HandleState::wait_until(std::chrono::steady_clock::time_point deadline) const {
+  if (done()) return true;
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_until(lock, deadline, [&] { return done_; });
+  return cv_.wait_until(lock, deadline, [&] { return done_.load(std::memory_order_relaxed); });
 }
 
 void HandleState::wait() const {
+  if (done()) return;
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_; });
+  cv_.wait(lock, [&] { return done_.load(std::memory_order_relaxed); });
 }
 
 void HandleState::set_callback(tandem_callback_t cb, void* user) {
   tandem_result_t r;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!done_) {
+    if (!done_.load(std::memory_order_relaxed)) {
       callback_ = cb;
       user_ = user;
       return;
@@ -109,7 +104,7 @@ void HandleState::set_callback(tandem_callback_t cb, void* user) {
 
 const TensorOutput* HandleState::output(int index) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!done_ || index < 0 || static_cast<size_t>(index) >= outputs_.size()) return nullptr;
+  if (!done() || index < 0 || static_cast<size_t>(index) >= outputs_.size()) return nullptr;
   return &outputs_[index];
 }
 

@@ -4,14 +4,15 @@
 // reducescatter) live in the handle until it is released.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tandem/tandem.h"
@@ -75,7 +76,10 @@ class HandleState {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   int remaining_;
-  bool done_ = false;
+  // Set once, under mu_, after everything a reader needs (result_, error_,
+  // outputs_) is final: frameworks poll and wait on every tensor of every
+  // step, and a done handle answers them without the lock.
+  std::atomic<bool> done_{false};
   tandem_result_t result_ = TANDEM_SUCCESS;
   std::string error_;
   std::vector<TensorOutput> outputs_;
@@ -97,7 +101,7 @@ class HandleTable {
  private:
   mutable std::mutex mu_;
   tandem_handle_t next_ = 1;
-  std::map<tandem_handle_t, std::shared_ptr<HandleState>> handles_;
+  std::unordered_map<tandem_handle_t, std::shared_ptr<HandleState>> handles_;
 };
 
 }  // namespace tandem::runtime

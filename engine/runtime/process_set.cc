@@ -16,4 +16,9 @@ int ProcessSet::set_rank_of(int global_rank) const {
   return it == global_ranks_.end() ? -1 : static_cast<int>(it - global_ranks_.begin());
 }
 
+void ProcessSet::add_locked(TensorEntry e) {
+  auto it = pending.emplace(e.request.name, std::move(e)).first;
+  fresh.push_back(&it->second);
+}
+
 }  // namespace tandem::runtime

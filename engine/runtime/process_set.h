@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/coordinator.h"
@@ -43,9 +44,15 @@ class ProcessSet {
   DataPath& data_path() { return *data_path_; }
   Coordinator& coordinator() { return coordinator_; }
 
+  // Hashed: every tensor of every step is looked up here a few times.
+  // Entries stay where they are until the background thread erases them.
+  using Pending = std::unordered_map<std::string, TensorEntry>;
+  // Adds a tensor this rank enqueued (mu held; its name is not pending).
+  void add_locked(TensorEntry e);
+
   std::mutex mu;
-  std::map<std::string, TensorEntry> pending;  // by name
-  std::vector<std::string> fresh;              // not yet announced, in order
+  Pending pending;                  // by name
+  std::vector<TensorEntry*> fresh;  // in pending, not yet announced, in order
 
  private:
   int id_;

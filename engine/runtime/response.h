@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,8 +20,9 @@ struct Response {
   std::string name;
   OpType type = OpType::kAllreduce;
   // By set rank. present[r] is false for a joined rank that did not ask;
-  // per_rank[r] then holds a copy of a present rank's request.
-  std::vector<Request> per_rank;
+  // per_rank()[r] then holds a copy of a present rank's request. Shared
+  // with the response cache: a step of cached tensors copies no request.
+  std::shared_ptr<const std::vector<Request>> requests;
   std::vector<bool> present;
   std::optional<size_t> cache_bit;  // set when agreed through the cache
 
@@ -30,6 +32,7 @@ struct Response {
 
   int last_joined_rank = -1;  // join: global rank of the last rank to join
 
+  const std::vector<Request>& per_rank() const { return *requests; }
   const Request& first() const;
   bool any_absent() const;
 };

@@ -11,19 +11,20 @@ ResponseCache::Lookup ResponseCache::lookup(const Request& mine, int my_rank) co
   auto it = by_name_.find(mine.name);
   if (it == by_name_.end()) return {};
   const Slot& slot = slots_[it->second];
-  bool same = my_rank >= 0 && static_cast<size_t>(my_rank) < slot.per_rank.size() &&
-              slot.per_rank[my_rank] == mine;
+  bool same = my_rank >= 0 && static_cast<size_t>(my_rank) < slot.per_rank->size() &&
+              (*slot.per_rank)[my_rank] == mine;
   return {same ? State::kHit : State::kStale, it->second};
 }
 
-const std::vector<Request>* ResponseCache::at(size_t bit) const {
-  if (bit >= slots_.size() || !slots_[bit].used) return nullptr;
-  return &slots_[bit].per_rank;
+const ResponseCache::Requests& ResponseCache::at(size_t bit) const {
+  static const Requests kNone;
+  if (bit >= slots_.size() || !slots_[bit].used) return kNone;
+  return slots_[bit].per_rank;
 }
 
-void ResponseCache::put(const std::vector<Request>& per_rank) {
-  if (!enabled() || per_rank.empty()) return;
-  const std::string& name = per_rank.front().name;
+void ResponseCache::put(const Requests& per_rank) {
+  if (!enabled() || !per_rank || per_rank->empty()) return;
+  const std::string& name = per_rank->front().name;
   auto it = by_name_.find(name);
   if (it != by_name_.end()) {
     slots_[it->second].per_rank = per_rank;
@@ -49,7 +50,7 @@ void ResponseCache::touch(size_t bit) {
 void ResponseCache::erase(size_t bit) {
   if (bit >= slots_.size() || !slots_[bit].used) return;
   Slot& slot = slots_[bit];
-  by_name_.erase(slot.per_rank.front().name);
+  by_name_.erase(slot.per_rank->front().name);
   lru_.erase(slot.lru);
   slot = Slot{};
   // Keep free_ sorted high-to-low so the lowest free bit is reused first.

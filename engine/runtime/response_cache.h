@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -36,11 +37,12 @@ class ResponseCache {
   // the entry of the same name was negotiated.
   Lookup lookup(const Request& mine, int my_rank) const;
 
-  // The requests of every set rank for the entry at `bit`; nullptr if free.
-  const std::vector<Request>* at(size_t bit) const;
+  using Requests = std::shared_ptr<const std::vector<Request>>;
+  // The requests of every set rank for the entry at `bit`; null if free.
+  const Requests& at(size_t bit) const;
   // Stores (or refreshes) the negotiated requests of a tensor, by set rank,
   // evicting the least recently used entry when full. No-op when disabled.
-  void put(const std::vector<Request>& per_rank);
+  void put(const Requests& per_rank);
   // Marks the entry at `bit` as just used.
   void touch(size_t bit);
   void erase(size_t bit);
@@ -51,7 +53,7 @@ class ResponseCache {
 
  private:
   struct Slot {
-    std::vector<Request> per_rank;
+    Requests per_rank;
     std::list<size_t>::iterator lru;  // position in lru_
     bool used = false;
   };

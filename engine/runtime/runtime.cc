@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 #include <sstream>
 
 #include "common/errors.h"
@@ -150,34 +152,35 @@ std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tens
     q.dtype = t.dtype;
     q.device = t.device;
     q.shape = t.shape;
-    const std::string what = std::string(op_type_name(args.type)) + " '" + t.name + "'";
+    // Built only for an error message: enqueue runs for every tensor of every step.
+    auto what = [&] { return std::string(op_type_name(args.type)) + " '" + t.name + "'"; };
     if (t.name.empty()) throw InvalidArgument(std::string(op_type_name(args.type)) +
                                               ": the tensor name is empty; give every tensor a "
                                               "name that is the same on every rank");
     if (dtype_bytes(t.dtype) == 0)
-      throw InvalidArgument(what + ": unknown dtype " + std::to_string(t.dtype));
+      throw InvalidArgument(what() + ": unknown dtype " + std::to_string(t.dtype));
     // GPU tensors are negotiated like host ones and run on the device path
     // (device_path.h), which also reports an unusable GPU path on every rank.
     if (t.device < TANDEM_DEVICE_CPU)
-      throw InvalidArgument(what + ": device " + std::to_string(t.device) +
+      throw InvalidArgument(what() + ": device " + std::to_string(t.device) +
                             " is neither TANDEM_DEVICE_CPU (-1) nor a CUDA device index (>= 0)");
     for (int64_t d : t.shape)
-      if (d < 0) throw InvalidArgument(what + ": negative dimension in shape " +
+      if (d < 0) throw InvalidArgument(what() + ": negative dimension in shape " +
                                        shape_string(t.shape));
     if (q.elements() > 0 && !t.input)
-      throw InvalidArgument(what + ": input is NULL but the shape " + shape_string(t.shape) +
+      throw InvalidArgument(what() + ": input is NULL but the shape " + shape_string(t.shape) +
                             " has elements");
     bool needs_output = args.type == OpType::kAllreduce || args.type == OpType::kBroadcast;
     if (needs_output && q.elements() > 0 && !t.output)
-      throw InvalidArgument(what + ": output is NULL; pass the buffer for the result (it may "
+      throw InvalidArgument(what() + ": output is NULL; pass the buffer for the result (it may "
                             "be the input)");
     if (args.type == OpType::kAllreduce || args.type == OpType::kReducescatter) {
       if (args.op < 0 || args.op >= TANDEM_OP_COUNT_)
-        throw InvalidArgument(what + ": unknown reduce op " + std::to_string(args.op));
+        throw InvalidArgument(what() + ": unknown reduce op " + std::to_string(args.op));
       bool floating = t.dtype == TANDEM_FLOAT16 || t.dtype == TANDEM_BFLOAT16 ||
                       t.dtype == TANDEM_FLOAT32 || t.dtype == TANDEM_FLOAT64;
       if (!floating && (args.prescale != 1.0 || args.postscale != 1.0))
-        throw InvalidArgument(what + ": prescale/postscale must be 1.0 for " +
+        throw InvalidArgument(what() + ": prescale/postscale must be 1.0 for " +
                               dtype_name(t.dtype) + " tensors (scaling applies to floating "
                               "types only)");
       q.op = args.op;
@@ -186,32 +189,32 @@ std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tens
     }
     if (args.type == OpType::kBroadcast) {
       if (set->set_rank_of(args.root) < 0)
-        throw InvalidArgument(what + ": root " + std::to_string(args.root) +
+        throw InvalidArgument(what() + ": root " + std::to_string(args.root) +
                               " is not a rank of process set " + std::to_string(set->id()));
       q.root = args.root;
     }
     if ((args.type == OpType::kAllgather || args.type == OpType::kAlltoall ||
          args.type == OpType::kReducescatter) && t.shape.empty())
-      throw InvalidArgument(what + ": needs at least one dimension (it works on the first)");
+      throw InvalidArgument(what() + ": needs at least one dimension (it works on the first)");
     if (args.type == OpType::kAlltoall) {
       if (args.splits.empty()) {
         if (t.shape[0] % set_size != 0)
-          throw InvalidArgument(what + ": first dimension " + std::to_string(t.shape[0]) +
+          throw InvalidArgument(what() + ": first dimension " + std::to_string(t.shape[0]) +
                                 " does not divide into " + std::to_string(set_size) +
                                 " equal parts; pass splits");
         q.splits.assign(static_cast<size_t>(set_size), t.shape[0] / set_size);
       } else {
         if (static_cast<int>(args.splits.size()) != set_size)
-          throw InvalidArgument(what + ": " + std::to_string(args.splits.size()) +
+          throw InvalidArgument(what() + ": " + std::to_string(args.splits.size()) +
                                 " splits given, the process set has " +
                                 std::to_string(set_size) + " ranks");
         int64_t sum = 0;
         for (int64_t s : args.splits) {
-          if (s < 0) throw InvalidArgument(what + ": negative split " + shape_string(args.splits));
+          if (s < 0) throw InvalidArgument(what() + ": negative split " + shape_string(args.splits));
           sum += s;
         }
         if (sum != t.shape[0])
-          throw InvalidArgument(what + ": splits " + shape_string(args.splits) + " sum to " +
+          throw InvalidArgument(what() + ": splits " + shape_string(args.splits) + " sum to " +
                                 std::to_string(sum) + ", the first dimension is " +
                                 std::to_string(t.shape[0]));
         q.splits = args.splits;
@@ -230,9 +233,17 @@ std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tens
   {
     std::lock_guard<std::mutex> lock(set->mu);
     throw_if_broken();
-    std::set<std::string> names;
-    for (const Request& q : requests) {
-      if (set->pending.count(q.name) || !names.insert(q.name).second)
+    // A group's own names are compared pairwise when it is small (most are
+    // one tensor), through a set when large.
+    std::unordered_set<std::string_view> names;
+    if (requests.size() > 8) names.reserve(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& q = requests[i];
+      bool repeated = false;
+      if (requests.size() > 8) repeated = !names.insert(q.name).second;
+      else
+        for (size_t j = 0; j < i && !repeated; ++j) repeated = requests[j].name == q.name;
+      if (repeated || set->pending.count(q.name))
         throw DuplicateNameError(std::string(op_type_name(q.type)) + " '" + q.name +
                                  "': a tensor of this name is still in flight in process set " +
                                  std::to_string(set->id()) +
@@ -241,14 +252,13 @@ std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tens
     handle = handles_.create(static_cast<int>(requests.size()));
     for (size_t i = 0; i < requests.size(); ++i) {
       TensorEntry e;
-      e.request = requests[i];
+      e.request = std::move(requests[i]);
       e.input = tensors[i].input;
       e.output = tensors[i].output;
       e.stream = tensors[i].stream;
       e.handle = handle;
       e.index = static_cast<int>(i);
-      set->fresh.push_back(e.request.name);
-      set->pending.emplace(e.request.name, std::move(e));
+      set->add_locked(std::move(e));
     }
   }
   wake();
@@ -307,8 +317,7 @@ int Runtime::add_process_set(std::vector<int> ranks) {
     e.request.type = OpType::kAddProcessSet;
     e.request.shape.assign(ranks.begin(), ranks.end());
     e.handle = h;
-    set->fresh.push_back(t.name);
-    set->pending.emplace(t.name, std::move(e));
+    set->add_locked(std::move(e));
   }
   wake();
   return wait_internal(h);
@@ -330,8 +339,7 @@ void Runtime::remove_process_set(int id) {
     e.request.type = OpType::kRemoveProcessSet;
     e.request.root = id;
     e.handle = h;
-    set->fresh.push_back(e.request.name);
-    set->pending.emplace(e.request.name, std::move(e));
+    set->add_locked(std::move(e));
   }
   wake();
   wait_internal(h);
@@ -503,10 +511,9 @@ CycleMessage Runtime::announce(ProcessSet& set) {
   const int me = set.set_rank_of(rank_);
   ResponseCache& cache = set.coordinator().cache();
   std::lock_guard<std::mutex> lock(set.mu);
-  for (const std::string& name : set.fresh) {
-    auto it = set.pending.find(name);
-    if (it == set.pending.end()) continue;
-    TensorEntry& e = it->second;
+  for (TensorEntry* fresh : set.fresh) {
+    TensorEntry& e = *fresh;
+    const std::string& name = e.request.name;
     timeline_.begin(name, "NEGOTIATE");
     ResponseCache::Lookup l = cache.lookup(e.request, me);
     if (l.state == ResponseCache::State::kHit) {
@@ -540,7 +547,7 @@ void Runtime::reannounce_evicted(ProcessSet& set) {
     // The entry was dropped (a peer invalidated it, or it was evicted):
     // negotiate this tensor in full from the next cycle on.
     e.announced = TensorEntry::Announced::kNo;
-    set.fresh.push_back(name);
+    set.fresh.push_back(&e);
   }
 }
 
@@ -560,25 +567,35 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
     }
   }
   // Handles done in the current batch, announced together (handle.h); also
-  // when a collective throws, so that no waiter misses its wake-up.
+  // when a collective throws, so that no waiter misses its wake-up. The
+  // batch's entries leave the pending table first (under one lock), so that
+  // a woken framework can enqueue the same names again at once.
   struct Done {
+    ProcessSet& set;
+    std::vector<const std::string*> names;  // of entries still in set.pending
     std::vector<std::shared_ptr<HandleState>> handles;
     void publish() {
-      for (auto& h : handles) h->publish();
+      if (!names.empty()) {
+        std::lock_guard<std::mutex> lock(set.mu);
+        for (const std::string* name : names) set.pending.erase(*name);
+        names.clear();
+      }
+      // Last enqueued first: a framework waits on its handles in the order
+      // it enqueued them, so the one it sleeps on is published last and it
+      // wakes once to find the rest done, instead of once per handle.
+      for (auto h = handles.rbegin(); h != handles.rend(); ++h) (*h)->publish();
       handles.clear();
     }
     ~Done() { publish(); }
-  } done;
+  } done{set, {}, {}};
+  done.names.reserve(responses.size());
   auto publish = [&] { done.publish(); };
   auto finish = [&](size_t i, tandem_result_t code, const std::string& error,
                     TensorOutput out = {}, std::vector<int64_t> splits = {}, int value = -1) {
     if (!entries[i]) return;
     std::shared_ptr<HandleState> h = entries[i]->handle;
     int index = entries[i]->index;
-    {
-      std::lock_guard<std::mutex> lock(set.mu);
-      set.pending.erase(responses[i].name);
-    }
+    done.names.push_back(&responses[i].name);
     entries[i] = nullptr;
     if (!splits.empty()) h->set_received_splits(std::move(splits));
     if (value >= 0) h->set_int_result(value);
@@ -711,7 +728,7 @@ void Runtime::run_internal(ProcessSet& global, Response& r) {
     sets_.erase(it);
   }
   if (device_) device_->remove_process_set(id);
-  std::map<std::string, TensorEntry> orphans;
+  ProcessSet::Pending orphans;
   {
     std::lock_guard<std::mutex> lock(victim->mu);
     orphans.swap(victim->pending);
@@ -756,7 +773,7 @@ void Runtime::fail_all(tandem_result_t code, const std::string& message) {
   }
   if (device_) device_->abort(message);
   for (const auto& set : sets_snapshot()) {
-    std::map<std::string, TensorEntry> pending;
+    ProcessSet::Pending pending;
     {
       std::lock_guard<std::mutex> lock(set->mu);
       pending.swap(set->pending);

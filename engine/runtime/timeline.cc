@@ -35,6 +35,7 @@ void Timeline::start(const std::string& path, bool mark_cycles) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw SystemError("timeline: cannot create '" + path + "'", errno);
   file_ = f;
+  on_.store(true, std::memory_order_relaxed);
   first_ = true;
   mark_cycles_ = mark_cycles;
   t0_ = std::chrono::steady_clock::now();
@@ -50,6 +51,7 @@ void Timeline::stop() {
   std::fputs("\n]\n", file_);
   std::fclose(file_);
   file_ = nullptr;
+  on_.store(false, std::memory_order_relaxed);
 }
 
 bool Timeline::active() const {
@@ -80,6 +82,7 @@ void Timeline::write_locked(const std::string& event) {
 }
 
 void Timeline::begin(const std::string& tensor, const char* phase) {
+  if (!on_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!file_) return;
   int tid = tid_locked(tensor);
@@ -88,6 +91,7 @@ void Timeline::begin(const std::string& tensor, const char* phase) {
 }
 
 void Timeline::end(const std::string& tensor) {
+  if (!on_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!file_) return;
   int tid = tid_locked(tensor);
@@ -96,6 +100,7 @@ void Timeline::end(const std::string& tensor) {
 }
 
 void Timeline::mark_cycle() {
+  if (!on_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!file_ || !mark_cycles_) return;
   write_locked(R"({"name":"CYCLE_START","ph":"i","s":"p","pid":1,"tid":0,"ts":)" +

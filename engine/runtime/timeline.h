@@ -11,6 +11,7 @@
 // stop it. Stopping closes the JSON array, so the file is valid JSON.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -38,6 +39,10 @@ class Timeline {
   void write_locked(const std::string& event);
 
   mutable std::mutex mu_;
+  // Mirrors file_ != nullptr: begin/end run several times per tensor and
+  // cycle, and with the timeline off (the usual case) they must cost a load,
+  // not a lock.
+  std::atomic<bool> on_{false};
   std::FILE* file_ = nullptr;
   bool first_ = true;
   bool mark_cycles_ = false;

@@ -29,6 +29,10 @@ Request req(const std::string& name, int64_t n, int dtype = TANDEM_FLOAT32) {
   return q;
 }
 
+ResponseCache::Requests all(std::vector<Request> per_rank) {
+  return std::make_shared<const std::vector<Request>>(std::move(per_rank));
+}
+
 TEST(CycleMessage, RoundTripsAndRejectsTruncation) {
   CycleMessage m;
   m.joined = true;
@@ -54,26 +58,27 @@ TEST(CycleMessage, RoundTripsAndRejectsTruncation) {
 
 TEST(ResponseCache, HitStaleMissAndLruEviction) {
   ResponseCache c(2);
-  c.put({req("a", 4), req("a", 4)});
-  c.put({req("b", 4), req("b", 4)});
+  c.put(all({req("a", 4), req("a", 4)}));
+  c.put(all({req("b", 4), req("b", 4)}));
   EXPECT_EQ(c.lookup(req("a", 4), 1).state, ResponseCache::State::kHit);
   EXPECT_EQ(c.lookup(req("a", 5), 1).state, ResponseCache::State::kStale);
   EXPECT_EQ(c.lookup(req("z", 4), 1).state, ResponseCache::State::kMiss);
   size_t bit_a = c.lookup(req("a", 4), 0).bit;
   c.touch(bit_a);              // b is now least recently used
-  c.put({req("c", 4), req("c", 4)});
+  c.put(all({req("c", 4), req("c", 4)}));
   EXPECT_EQ(c.lookup(req("b", 4), 0).state, ResponseCache::State::kMiss);
   EXPECT_EQ(c.lookup(req("a", 4), 0).state, ResponseCache::State::kHit);
   EXPECT_EQ(c.size(), 2u);
   ResponseCache off(0);
-  off.put({req("a", 4)});
+  off.put(all({req("a", 4)}));
   EXPECT_EQ(off.lookup(req("a", 4), 0).state, ResponseCache::State::kMiss);
 }
 
 Response resp(const std::string& name, int64_t n, int dtype = TANDEM_FLOAT32) {
   Response r;
   r.name = name;
-  r.per_rank = {req(name, n, dtype), req(name, n, dtype)};
+  r.requests = std::make_shared<const std::vector<Request>>(
+      std::vector<Request>{req(name, n, dtype), req(name, n, dtype)});
   r.present = {true, true};
   return r;
 }
@@ -95,8 +100,13 @@ TEST(FusionPlan, PacksCompatibleUpToThresholdWithLookAhead) {
 
 TEST(FusionPlan, NeverFusesDifferentOpsOrScales) {
   std::vector<Response> rs = {resp("a", 1), resp("b", 1), resp("c", 1)};
-  rs[1].per_rank[0].op = rs[1].per_rank[1].op = TANDEM_MAX;
-  rs[2].per_rank[0].postscale = rs[2].per_rank[1].postscale = 0.5;
+  auto with = [](const Response& r, auto change) {
+    std::vector<Request> all = r.per_rank();
+    for (Request& q : all) change(q);
+    return std::make_shared<const std::vector<Request>>(std::move(all));
+  };
+  rs[1].requests = with(rs[1], [](Request& q) { q.op = TANDEM_MAX; });
+  rs[2].requests = with(rs[2], [](Request& q) { q.postscale = 0.5; });
   EXPECT_EQ(plan_fusion(rs, 1 << 20).size(), 3u);
 }
 
