@@ -193,16 +193,16 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   const size_t es = dtype_size(r.dtype);
   if (count == 0) return;
   if (source && send != recv) throw InvalidArgument("allreduce: an input source needs send == recv");
-  const bool zero_copy = in_arena(send, count * es);
-  if (source && (!zero_copy || (!hook && count * es <= kSmallBytes))) {
-    // Peers do not read this buffer in place: all of the input goes in.
+  if (source && !hook && count * es <= kSmallBytes) {
     copy_from_source(*source, 0, static_cast<char*>(recv), count * es);
     source = nullptr;
   }
   if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
-  // In the arena, peers read the parts they reduce from this buffer: those
-  // go in now; this rank's own parts only if the ranks take the staged path.
-  if (source) fill_parts(*source, static_cast<char*>(recv), count, es, me_, true);
+  // From a source the input goes through the staging buffers, never in
+  // place: they are reused every step and stay in cache, while an arena
+  // buffer as large as the input would not (measured: 3% faster on a
+  // 1.6 MiB fused step, and no pass that copies everything in up front).
+  const bool zero_copy = !source && in_arena(send, count * es);
   const bool streaming = count * es >= kStreamingBytes;
   const size_t step_elems = chunk_ / es;
   std::vector<const void*> in(n_);
@@ -216,8 +216,11 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
     size_t lo, hi;
     split(m, n_, me_, es, &lo, &hi);
     // Peers only read the parts they reduce: this rank's own part is read
-    // from its send buffer, not copied in.
-    if (!zero_copy) {
+    // from its send buffer (or the source), not copied in.
+    if (source) {
+      copy_from_source(*source, start * es, mine, lo * es);
+      copy_from_source(*source, (start + hi) * es, mine + hi * es, (m - hi) * es);
+    } else if (!zero_copy) {
       std::memcpy(mine, src, lo * es);
       std::memcpy(mine + hi * es, src + hi * es, (m - hi) * es);
     }
@@ -230,15 +233,18 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
       bool all_in_arena = true;
       for (int j = 0; j < n_; ++j)
         all_in_arena = all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
-      if (all_in_arena)
-        return allreduce_in_arena(static_cast<char*>(recv), count, r, hook, sink, source, b);
-      if (source) fill_parts(*source, static_cast<char*>(recv), count, es, me_, false);
+      if (all_in_arena) return allreduce_in_arena(static_cast<char*>(recv), count, r, hook, sink, b);
     }
     if (hi > lo) {
       for (int j = 0; j < n_; ++j)
         in[j] = seg_.base() + control()->ranks[j].offset[b].load(std::memory_order_relaxed) + lo * es;
-      in[me_] = src + lo * es;
-      reduce(mine + lo * es, in.data(), n_, hi - lo, stage);
+      if (source) {
+        reduce_from_source(*source, (start + lo) * es, (start + hi) * es, mine + lo * es,
+                           in.data(), stage);
+      } else {
+        in[me_] = src + lo * es;
+        reduce(mine + lo * es, in.data(), n_, hi - lo, stage);
+      }
     }
     if (hook && hi > lo) hook(mine + lo * es, hi - lo);
     sync_->barrier("allreduce (shared memory)");
@@ -256,8 +262,30 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   }
 }
 
-// Every local rank reduces in place on a buffer in its arena (the runtime's
-// fusion buffer), and the first barrier (in allreduce) published where each
+// This rank's input is read where the source has it, piece by piece (a
+// fused batch: tensor by tensor); in[me_] is overwritten.
+void ShmGroup::reduce_from_source(const InputSource& source, size_t from, size_t to, char* out,
+                                  const void** in, const Reduction& r) const {
+  const size_t es = dtype_size(r.dtype);
+  const char* peer[kMaxLocalRanks];
+  for (int j = 0; j < n_; ++j) peer[j] = static_cast<const char*>(in[j]);
+  for (size_t at = from; at < to;) {
+    size_t n = 0;
+    const void* p = source(at, &n);
+    if (!p || n == 0 || n % es != 0)
+      throw Error("allreduce: the input source gave no whole elements at byte " +
+                  std::to_string(at));
+    n = std::min(n, to - at);
+    for (int j = 0; j < n_; ++j) in[j] = peer[j] + (at - from);
+    in[me_] = p;
+    reduce(out + (at - from), in, n_, n / es, r);
+    at += n;
+  }
+}
+
+// Every local rank reduces in place on a buffer in its arena (one from
+// tandem_alloc_shared, or the runtime's fusion buffer when it packs the
+// input itself), and the first barrier (in allreduce) published where each
 // lies. Then no input needs staging and no step needs a barrier before its
 // reduction: per step, rank j reduces part j into its own buffer, in place
 // (reduce() writes a block only after reading it from every input, and no
@@ -268,25 +296,8 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
 // (the same parts, so that a cross-node hook pairs the same parts on every
 // node whichever path a node takes), and they keep the copy-out reading
 // what the owner just wrote while it is still in cache.
-void ShmGroup::fill_parts(const InputSource& source, char* buf, size_t count, size_t es,
-                          int who, bool others) const {
-  const size_t step_elems = chunk_ / es;
-  for (size_t start = 0; start < count; start += step_elems) {
-    const size_t m = std::min(step_elems, count - start);
-    size_t lo, hi;
-    split(m, n_, who, es, &lo, &hi);
-    if (others) {
-      copy_from_source(source, start * es, buf + start * es, lo * es);
-      copy_from_source(source, (start + hi) * es, buf + (start + hi) * es, (m - hi) * es);
-    } else {
-      copy_from_source(source, (start + lo) * es, buf + (start + lo) * es, (hi - lo) * es);
-    }
-  }
-}
-
 void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
-                                  const PartHook& hook, const ResultSink* sink,
-                                  const InputSource* source, int parity) {
+                                  const PartHook& hook, const ResultSink* sink, int parity) {
   const size_t es = dtype_size(r.dtype);
   const bool streaming = count * es >= kStreamingBytes;
   const size_t step_elems = chunk_ / es;
@@ -302,25 +313,8 @@ void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
     split(m, n_, me_, es, &lo, &hi);
     if (hi > lo) {
       char* part = buf + (start + lo) * es;
-      if (source) {
-        // This rank's input of its own part is read where the source has it,
-        // piece by piece; the peers' from their buffers, as always.
-        for (size_t at = (start + lo) * es, end = (start + hi) * es; at < end;) {
-          size_t n = 0;
-          const void* p = (*source)(at, &n);
-          if (!p || n == 0 || n % es != 0)
-            throw Error("allreduce: the input source gave no whole elements at byte " +
-                        std::to_string(at));
-          n = std::min(n, end - at);
-          for (int j = 0; j < n_; ++j) in[j] = base[j] + at;
-          in[me_] = p;
-          reduce(buf + at, in, n_, n / es, stage);
-          at += n;
-        }
-      } else {
-        for (int j = 0; j < n_; ++j) in[j] = base[j] + (start + lo) * es;
-        reduce(part, in, n_, hi - lo, stage);
-      }
+      for (int j = 0; j < n_; ++j) in[j] = base[j] + (start + lo) * es;
+      reduce(part, in, n_, hi - lo, stage);
       if (hook) hook(part, hi - lo);
     }
     sync_->barrier("allreduce (shared memory)");

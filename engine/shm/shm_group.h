@@ -60,9 +60,9 @@ class ShmGroup {
   // buffer straight into the tensors this way, saving a pass over memory.
   using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
   // Where the input is when it is not in the buffer yet (common/input_source.h).
-  // The runtime passes its tensors this way: the allreduce copies into its
-  // buffer only the parts peers read, and reduces this rank's own parts
-  // straight from the tensors.
+  // The runtime passes its tensors this way: the allreduce copies into the
+  // staging buffers only the parts peers read, step by step, and reduces
+  // this rank's own parts straight from the tensors.
   using InputSource = tandem::InputSource;
 
   // The collectives below are called by every local rank, in the same order.
@@ -107,11 +107,11 @@ class ShmGroup {
   void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
                        const ResultSink* sink);
   void allreduce_in_arena(char* buf, size_t count, const Reduction& r, const PartHook& hook,
-                          const ResultSink* sink, const InputSource* source, int parity);
-  // Copies the input parts that rank `who` reduces (every step), or all
-  // but them when `others`, from the source into buf.
-  void fill_parts(const InputSource& source, char* buf, size_t count, size_t es, int who,
-                  bool others) const;
+                          const ResultSink* sink, int parity);
+  // Reduces bytes [from, to) of the input into out: this rank's input from
+  // the source, peer j's from in[j] (which points at byte `from`).
+  void reduce_from_source(const InputSource& source, size_t from, size_t to, char* out,
+                          const void** in, const Reduction& r) const;
   char* staging(int rank, int parity) const;
   size_t offset_of(const void* p) const { return static_cast<size_t>(static_cast<const char*>(p) - seg_.base()); }
   ControlBlock* control() const { return reinterpret_cast<ControlBlock*>(seg_.base()); }
