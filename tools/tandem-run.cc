@@ -10,6 +10,10 @@
 // of different ranks never mix, and ends the job as soon as one rank fails:
 // the other ranks get SIGTERM, then SIGKILL after a grace period, and
 // tandem-run exits with the first failing rank's status. See docs/bootstrap.md.
+//
+// With --bind each rank gets the CPUs (and GPU, NIC environment) that
+// `srun --horovod=on` would give it on this node: the same planner
+// (plugin/planner, docs/binding.md), so that benchmarks run as jobs do.
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -18,6 +22,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <memory>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -25,7 +30,10 @@
 #include <unistd.h>
 #include <vector>
 
+#include "apply.h"
 #include "bootstrap/identity.h"
+#include "hwloc_loader.h"
+#include "planner.h"
 #include "bootstrap/tcp_store_server.h"
 #include "common/errors.h"
 
@@ -41,13 +49,14 @@ struct Options {
   double timeout_s = 0;  // 0: no limit on the job's wall-clock time
   std::string timeout_text;
   bool label = false;
+  bool bind = false;
   std::vector<std::string> command;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr,
                "tandem-run: %s\n"
-               "usage: tandem-run -np N [--timeout SECONDS] [--label] COMMAND [ARGS...]\n",
+               "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] COMMAND [ARGS...]\n",
                msg.c_str());
   std::exit(kUsageError);
 }
@@ -78,15 +87,19 @@ Options parse_args(int argc, char** argv) {
       o.timeout_text = v;
     } else if (a == "--label" || a == "-l") {
       o.label = true;
+    } else if (a == "--bind") {
+      o.bind = true;
     } else if (a == "--") {
       ++i;
       break;
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] COMMAND [ARGS...]\n"
+      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] COMMAND [ARGS...]\n"
                   "Starts N ranks of COMMAND on this host, joined by Tandem's TCP rendezvous.\n"
                   "  -np N            number of ranks\n"
                   "  --timeout S      stop the job (exit 124) when it runs longer than S seconds\n"
-                  "  --label, -l      prefix every output line with [rank]\n");
+                  "  --label, -l      prefix every output line with [rank]\n"
+                  "  --bind           bind each rank as srun --horovod=on would on this node\n"
+                  "                   (CPUs, GPU, NIC; see tandem-bind --tasks N)\n");
       std::exit(0);
     } else {
       usage_error("unknown option '" + a + "'");
@@ -167,6 +180,9 @@ class Launcher {
   void stop_job(const std::string& why, int code);
 
   Options o_;
+  // --bind: the machine and every rank's plan, made before any fork.
+  std::unique_ptr<tandem::planner::LoadedTopology> topology_;
+  tandem::planner::NodePlan plan_;
   std::vector<Rank> ranks_;
   std::vector<Stream> streams_;
   int running_ = 0;
@@ -206,6 +222,17 @@ void Launcher::start_rank(int r, const std::string& addr, const std::string& tok
     setenv("HOROVOD_LOCAL_SIZE", n.c_str(), 1);
     setenv("HOROVOD_CROSS_RANK", "0", 1);
     setenv("HOROVOD_CROSS_SIZE", "1", 1);
+    if (topology_) {
+      const tandem::planner::TaskPlan& task = plan_.tasks[static_cast<size_t>(r)];
+      try {
+        tandem::planner::apply_binding(*topology_, task);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tandem-run: rank %d: --bind failed: %s\n", r, e.what());
+        _exit(126);
+      }
+      for (const tandem::planner::EnvVar& var : task.env)
+        setenv(var.name.c_str(), var.value.c_str(), var.keep_user_value ? 0 : 1);
+    }
     std::vector<char*> argv;
     for (auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -301,6 +328,13 @@ int Launcher::run() {
 
   // The token only needs to be unguessable; a job id generator gives 64
   // random bits, two of them 128.
+  if (o_.bind) {
+    namespace tp = tandem::planner;
+    topology_ = std::make_unique<tp::LoadedTopology>(tp::LoadedTopology::live());
+    tp::PlanRequest request;
+    request.local_tasks = o_.np;
+    plan_ = tp::plan_node(topology_->model(), request);
+  }
   const std::string token = tandem::random_job_id("tok") + tandem::random_job_id("en");
   tandem::TcpStoreServer store(token, 0);
   const std::string addr = "127.0.0.1:" + std::to_string(store.port());

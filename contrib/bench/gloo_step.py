@@ -3,8 +3,11 @@
 (float32 sum) reduced one by one with torch.distributed.all_reduce, as a
 framework without fusion does. Prints the slowest rank's median and best
 step time. Run with Debian's /usr/bin/python3 (it sees python3-torch):
-    /usr/bin/python3 gloo_step.py -np 2 [-s 100] [-S 16K] [-l 10] [-L 4M]"""
+    /usr/bin/python3 gloo_step.py -np 2 [-s 100] [-S 16K] [-l 10] [-L 4M] [--bind]
+--bind pins rank r to one CPU, blocks of ranks per CPU (as tandem-run --bind
+and mpirun --bind-to core do on a machine without GPUs)."""
 import argparse
+import os
 import socket
 import time
 
@@ -18,7 +21,9 @@ def parse_size(s):
     return int(float(s[:-1] if mult > 1 else s) * mult)
 
 
-def rank_main(rank, a, port):
+def rank_main(rank, a, port, cpus):
+    if a.bind:
+        os.sched_setaffinity(0, {cpus[rank * len(cpus) // a.np]})
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=a.np)
@@ -54,11 +59,13 @@ def main():
     p.add_argument("-L", type=parse_size, default=4 << 20)
     p.add_argument("-n", type=int, default=10)
     p.add_argument("-w", type=int, default=2)
+    p.add_argument("--bind", action="store_true")
     a = p.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(rank_main, args=(a, port), nprocs=a.np)
+    cpus = sorted(os.sched_getaffinity(0))
+    mp.spawn(rank_main, args=(a, port, cpus), nprocs=a.np)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ namespace {
 
 std::string g_tandem_run;
 std::string g_probe;
+std::string g_tandem_bind;
 
 struct Result {
   int code = -1;
@@ -140,15 +141,71 @@ TEST(TandemRun, BadUsage) {
   EXPECT_NE(r.err.find("cannot run '/nonexistent/program': No such file or directory"), std::string::npos) << r.err;
 }
 
+// The value of "key": "..." at or after `from` in tandem-bind's JSON; npos
+// in *at when absent before `until`.
+std::string json_field(const std::string& json, const std::string& key, size_t from, size_t until,
+                       size_t* at) {
+  const std::string k = "\"" + key + "\": \"";
+  size_t p = json.find(k, from);
+  if (p == std::string::npos || p >= until) {
+    *at = std::string::npos;
+    return "";
+  }
+  p += k.size();
+  *at = p;
+  return json.substr(p, json.find('"', p) - p);
+}
+
+// --bind gives every rank what the planner gives that task (tandem-bind
+// shows the same plan): its CPUs, and the TCP interface it should use.
+TEST(TandemRun, BindAppliesTheNodePlan) {
+  for (int np : {1, 2, 3}) {
+    auto r = tandem_run("-np " + std::to_string(np) +
+                        " --bind sh -c 'echo $TANDEM_RANK $(sed -n \"s/^Cpus_allowed_list:\\s*//p\" "
+                        "/proc/self/status) if=${TANDEM_TCP_IFNAME:-}'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::map<int, std::pair<std::string, std::string>> got;  // rank -> cpus, ifname
+    for (const auto& l : r.out_lines()) {
+      std::istringstream in(l);
+      int rank = -1;
+      std::string cpus, ifname;
+      in >> rank >> cpus >> ifname;
+      got[rank] = {cpus, ifname.substr(3)};
+    }
+    ASSERT_EQ(got.size(), static_cast<size_t>(np)) << r.out;
+    char dir[] = "/tmp/tandem-run-test-XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir));
+    const std::string json_path = std::string(dir) + "/plan.json";
+    ASSERT_EQ(std::system(("'" + g_tandem_bind + "' --tasks " + std::to_string(np) + " --json >" +
+                           json_path).c_str()), 0);
+    const std::string json = slurp(json_path);
+    unlink(json_path.c_str());
+    rmdir(dir);
+    size_t task = json.find("\"local_id\"");
+    for (int k = 0; k < np; ++k) {
+      ASSERT_NE(task, std::string::npos) << json;
+      const size_t next = json.find("\"local_id\"", task + 1);
+      size_t at = 0;
+      const std::string cpus = json_field(json, "cpus", task, next, &at);
+      ASSERT_NE(at, std::string::npos) << json;
+      const std::string ifname = json_field(json, "TANDEM_TCP_IFNAME", task, next, &at);
+      EXPECT_EQ(got[k].first, cpus) << "rank " << k << " of " << np << ": " << json;
+      EXPECT_EQ(got[k].second, ifname) << "rank " << k << " of " << np;
+      task = next;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s TANDEM_RUN BOOTSTRAP_PROBE\n", argv[0]);
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s TANDEM_RUN BOOTSTRAP_PROBE TANDEM_BIND\n", argv[0]);
     return 2;
   }
   g_tandem_run = argv[1];
   g_probe = argv[2];
+  g_tandem_bind = argv[3];
   return RUN_ALL_TESTS();
 }
