@@ -1,6 +1,7 @@
 #include "runtime/runtime.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 
 #include <algorithm>
@@ -370,6 +371,15 @@ void Runtime::loop() {
   // The batching window sleeps for tens of µs; the default timer slack
   // (50 µs) would more than double that.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  // SCHED_BATCH: same share of the CPU, but a wake-up does not preempt the
+  // running thread. The first enqueue of a step wakes this thread; where it
+  // shares a CPU with the framework (one core per rank), preempting made the
+  // enqueues and the batching window interleave (2 ranks, 100 x 16 KiB:
+  // 420 -> 375 us median; 4 ranks on 2 cores: 800 -> 750 us). It runs once
+  // the framework blocks in a wait, or at the next tick; on an idle core at
+  // once. Failure (a seccomp filter, say) only costs that gain.
+  sched_param batch{};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
   try {
     for (;;) {
       if (!wait_for_work()) {
