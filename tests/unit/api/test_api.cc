@@ -3,6 +3,7 @@
 // several nodes on this host), so the hierarchical allreduce runs over real
 // shared memory and real TCP.
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -111,7 +112,9 @@ int free_port() {
 
 // Exit codes of a rank: 0 all checks passed, 10+k check k failed, 20+rc an
 // API call failed with rc.
-int job_rank(int rank, int size, const std::vector<int>& per_node, int victim) {
+// ready_fd: where a rank writes one byte once it loops on the collective the
+// victim's death must interrupt.
+int job_rank(int rank, int size, const std::vector<int>& per_node, int victim, int ready_fd) {
   int node = 0, first = 0;
   while (rank >= first + per_node[node]) first += per_node[node++];
   setenv("TANDEM_RANK", std::to_string(rank).c_str(), 1);
@@ -141,6 +144,7 @@ int job_rank(int rank, int size, const std::vector<int>& per_node, int victim) {
   if ((rc = tandem_barrier())) return 20 + rc;
   if (victim >= 0) {
     // Failure run: loop until the victim is killed; report the error code.
+    if (::write(ready_fd, "r", 1) != 1) return 15;
     for (;;) {
       rc = tandem_allreduce(buf.data(), buf.data(), count, TANDEM_FLOAT32, TANDEM_MAX, 1, 1);
       if (rc) {
@@ -164,18 +168,30 @@ std::vector<int> run_job(const std::vector<int>& per_node, int victim = -1) {
   setenv("TANDEM_RENDEZVOUS_ADDR", addr.c_str(), 1);
   setenv("TANDEM_RENDEZVOUS_TOKEN", "api-test-token-0123", 1);
   setenv("TANDEM_TIMEOUT", "60", 1);
+  int ready[2];
+  if (pipe(ready) != 0) std::abort();
   std::vector<pid_t> pids;
   for (int r = 0; r < size; ++r) {
     const pid_t pid = fork();
-    if (pid == 0) _exit(job_rank(r, size, per_node, victim));
+    if (pid == 0) _exit(job_rank(r, size, per_node, victim, ready[1]));
     pids.push_back(pid);
   }
+  close(ready[1]);
   clear_launch_environment();
   unsetenv("TANDEM_TIMEOUT");
   if (victim >= 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // Kill once every rank is in the failure loop (not at a fixed time: on
+    // a loaded machine start-up took longer than 1.5 s and the victim died
+    // in the bootstrap), then a little later so that it dies mid-collective.
+    int in_loop = 0;
+    char byte;
+    pollfd p{ready[0], POLLIN, 0};
+    while (in_loop < size && poll(&p, 1, 60000) == 1 && ::read(ready[0], &byte, 1) == 1) ++in_loop;
+    EXPECT_EQ(in_loop, size) << "not every rank reached the failure loop";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     kill(pids[victim], SIGKILL);
   }
+  close(ready[0]);
   std::vector<int> codes(size, -1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
   for (int r = 0; r < size; ++r) {
