@@ -377,7 +377,8 @@ void Runtime::loop() {
   // enqueues and the batching window interleave (2 ranks, 100 x 16 KiB:
   // 420 -> 375 us median; 4 ranks on 2 cores: 800 -> 750 us). It runs once
   // the framework blocks in a wait, or at the next tick; on an idle core at
-  // once. Failure (a seccomp filter, say) only costs that gain.
+  // once. Failure (a seccomp filter, say) only costs that gain. Device
+  // batches run under the default policy (DefaultScheduling below).
   sched_param batch{};
   pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
   try {
@@ -799,10 +800,40 @@ void Runtime::fail_all(tandem_result_t code, const std::string& message) {
   if (join) join->complete_one(0, code, message);
 }
 
+namespace {
+// Threads inherit their creator's scheduling policy, and NCCL and the CUDA
+// runtime start their helper threads (NCCL's network proxies) from the
+// thread that first calls them: this one. They must not inherit
+// SCHED_BATCH, whose wake-ups never preempt: a proxy thread's are latency.
+class DefaultScheduling {
+ public:
+  DefaultScheduling() {
+    sched_param p{};
+    if (pthread_getschedparam(pthread_self(), &policy_, &p) == 0 && policy_ == SCHED_BATCH) {
+      sched_param normal{};
+      switched_ = pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal) == 0;
+    }
+  }
+  ~DefaultScheduling() {
+    sched_param p{};
+    if (switched_) pthread_setschedparam(pthread_self(), policy_, &p);
+  }
+  DefaultScheduling(const DefaultScheduling&) = delete;
+  DefaultScheduling& operator=(const DefaultScheduling&) = delete;
+
+ private:
+  int policy_ = SCHED_OTHER;
+  bool switched_ = false;
+};
+}  // namespace
+
 std::vector<DevicePath::Result> Runtime::run_on_device(
     ExecContext& ctx, int set_id, const std::vector<const Response*>& responses,
     const std::vector<TensorEntry*>& entries) {
-  if (device_) return device_->run(ctx, set_id, responses, entries);
+  if (device_) {
+    DefaultScheduling normal;
+    return device_->run(ctx, set_id, responses, entries);
+  }
   // Same answer on every rank (the runtime is built the same way everywhere).
   std::vector<DevicePath::Result> out(responses.size());
   for (size_t i = 0; i < out.size(); ++i) {

@@ -7,11 +7,14 @@
 // backend (fusion, counts, roots, streams), the NCCL id exchange over the
 // set's host path, values, device results, and the abort on a broken runtime.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "cluster.h"
 #include "common/errors.h"
@@ -139,7 +142,17 @@ struct FakeLog {
   std::map<int, gpu::UniqueId> ids;  // by set
   std::vector<std::string> aborts;
   int allocations = 0;
+  // Scheduling policy of the thread that enqueued, and of a thread it
+  // started (as NCCL starts its proxies), per request.
+  std::vector<int> policies;
 };
+
+int current_policy() {
+  int policy = -1;
+  sched_param p{};
+  pthread_getschedparam(pthread_self(), &policy, &p);
+  return policy;
+}
 
 class FakeBackend : public GpuBackend {
  public:
@@ -155,9 +168,13 @@ class FakeBackend : public GpuBackend {
   }
   void remove_process_set(int set_id) override { members_.erase(set_id); }
   std::shared_ptr<gpu::GpuWork> enqueue(const GpuRequest& req) override {
+    int helper = -1;
+    std::thread([&helper] { helper = current_policy(); }).join();
     {
       std::lock_guard<std::mutex> lock(log_.mu);
       log_.requests.push_back(req);
+      log_.policies.push_back(current_policy());
+      log_.policies.push_back(helper);
     }
     const auto& m = members_.at(req.process_set);
     const int index = static_cast<int>(std::find(m.begin(), m.end(), rank_) - m.begin());
@@ -417,6 +434,9 @@ TEST(GpuRouting, FusedAllreduceAndEveryCollectiveReachTheBackendWithRightValues)
     EXPECT_EQ(reqs[3].send_counts, (std::vector<size_t>{1, 2, 3}));
     EXPECT_EQ(reqs[4].recv_counts, (std::vector<size_t>{2, 1, 1}));
     EXPECT_EQ(c.logs[size_t(r)].allocations, 3);
+    // The runtime thread is SCHED_BATCH, but device work (and the threads
+    // NCCL starts from it) runs under the default policy.
+    EXPECT_EQ(c.logs[size_t(r)].policies, std::vector<int>(10, SCHED_OTHER)) << "rank " << r;
   }
   // One NCCL id for the global set, created once, the same on every member.
   for (int r = 1; r < n; ++r) EXPECT_EQ(c.logs[size_t(r)].ids.at(0), c.logs[0].ids.at(0));
