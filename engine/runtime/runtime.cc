@@ -6,10 +6,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <set>
+#include <sstream>
 #include <string_view>
 #include <unordered_set>
-#include <sstream>
 
 #include "common/errors.h"
 #include "runtime/executor.h"
