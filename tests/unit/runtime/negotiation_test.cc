@@ -364,6 +364,53 @@ TEST(Fusion, GroupedAllreduceSplitsAtTheThreshold) {
   }
 }
 
+// A framework waits on its handles in the order it enqueued them. Once the
+// first of a batch is done the rest must be too, so that it wakes once per
+// batch and not once per handle (the runtime announces a batch's handles
+// last-enqueued first). Rank 0 enqueues 64 tensors one by one and waits
+// until all are announced; rank 1 then enqueues them as one group, so they
+// all become ready in one round and run as one batch on both ranks. Every
+// handle but the first has a completion callback that takes 50 us on the
+// runtime thread, so that a waiter woken for the first handle while the
+// others are still being announced finds them in progress.
+void slow_callback(tandem_handle_t, int, void*) {
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+TEST(Fusion, TheFirstHandleOfABatchIsAnnouncedLast) {
+  Cluster c(2);
+  constexpr int kTensors = 64, kLen = 16;
+  std::atomic<int> early{0}, wrong{0};
+  for (int round = 0; round < 20; ++round) {
+    c.each([&](int r, Runtime& rt) {
+      std::vector<float> in(kTensors * kLen, float(r + 1)), out(kTensors * kLen, 0);
+      std::vector<TensorArg> ts;
+      for (int t = 0; t < kTensors; ++t)
+        ts.push_back(tensor("b" + std::to_string(round) + "." + std::to_string(t),
+                            &in[t * kLen], &out[t * kLen], {kLen}));
+      if (r == 1) {
+        const uint64_t announced = uint64_t(kTensors) * uint64_t(round + 1);
+        while (c.ranks[0]->counters().get(Counter::kRequestsSent) < announced)
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        if (wait(rt.enqueue(ts, allreduce())) != TANDEM_SUCCESS) ++wrong;
+      } else {
+        std::vector<std::shared_ptr<HandleState>> h;
+        for (const TensorArg& t : ts) {
+          h.push_back(rt.enqueue({t}, allreduce()));
+          if (h.size() > 1) h.back()->set_callback(slow_callback, nullptr);
+        }
+        if (wait(h[0]) != TANDEM_SUCCESS) ++wrong;
+        for (int t = 1; t < kTensors; ++t) early += !h[t]->done();
+        for (auto& x : h) wrong += wait(x) != TANDEM_SUCCESS;
+      }
+      for (float v : out) wrong += v != 3.0f;
+    });
+  }
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(early.load(), 0) << "handles of the batch still in progress when the first was done";
+  EXPECT_EQ(c.ranks[0]->counters().get(Counter::kBatches), 20u) << "one batch per round";
+}
+
 TEST(Collectives, BroadcastAllgatherAlltoallReducescatterBarrier) {
   Cluster c(3);
   c.each([&](int r, Runtime& rt) {
