@@ -90,7 +90,8 @@ void start_runtime(Communicator& world) {
   runtime::Settings settings = runtime::Settings::from_environment();
   const CommunicatorOptions options = CommunicatorOptions::from_environment();
   auto factory = std::make_unique<runtime::CommunicatorDataPathFactory>(
-      world.bootstrap(), job_transport(), options, settings.fusion_threshold_bytes);
+      world.bootstrap(), job_transport(), options, settings.fusion_threshold_bytes,
+      settings.wake_relay);
   const Identity& id = world.identity();
   install_runtime(std::make_unique<runtime::Runtime>(
       id.rank, id.size, std::move(factory), std::move(settings), nullptr,

@@ -111,9 +111,10 @@ class Communicator {
   void free_shared(void* p);
   bool is_shared(const void* p, size_t bytes) const;
 
-  // Round wake-ups among this node's ranks (shm/doorbell.h) when the job
-  // lies on one node, so that they reach every rank; nullptr otherwise.
-  Doorbell* doorbell();
+  // Round wake-ups among this node's ranks (shm/doorbell.h). They reach
+  // every rank only when the job lies on one node; across nodes a
+  // tcp::WakeRelay carries them (the runtime's data path sets one up).
+  Doorbell& doorbell();
 
   // Fails this rank's and its peers' current and later collectives.
   void abort(const std::string& why);

@@ -7,11 +7,15 @@
 #include "bootstrap/subset_bootstrap.h"
 #include "common/errors.h"
 #include "shm/doorbell.h"
+#include "transport/tcp/interface.h"
 
 namespace tandem::runtime {
 
-CommunicatorDataPath::CommunicatorDataPath(std::unique_ptr<Communicator> comm)
-    : comm_(std::move(comm)), doorbell_(comm_->doorbell()) {}
+CommunicatorDataPath::CommunicatorDataPath(std::unique_ptr<Communicator> comm,
+                                           std::unique_ptr<tcp::WakeRelay> relay)
+    : comm_(std::move(comm)), relay_(std::move(relay)) {
+  if (comm_->identity().cross_size == 1 || relay_) doorbell_ = &comm_->doorbell();
+}
 
 CommunicatorDataPath::~CommunicatorDataPath() {
   if (shared_) comm_->free_shared(shared_);
@@ -63,8 +67,9 @@ std::vector<Bytes> CommunicatorDataPath::exchange(const Bytes& mine) {
   return out;
 }
 
-void CommunicatorDataPath::request_round(uint64_t round) {
-  if (doorbell_) doorbell_->request(round);
+void CommunicatorDataPath::request_round(uint64_t round, bool far) {
+  // The node's first rank to ask for this round tells the other nodes.
+  if (doorbell_ && doorbell_->request(round) && relay_ && far) relay_->forward(round);
 }
 
 void CommunicatorDataPath::wake_self() {
@@ -139,8 +144,9 @@ void CommunicatorDataPath::reducescatter(const void* send, void* recv,
 
 CommunicatorDataPathFactory::CommunicatorDataPathFactory(Bootstrap& job, TransportFactory connect,
                                                          CommunicatorOptions options,
-                                                         size_t fusion_threshold_bytes)
-    : job_(job), connect_(std::move(connect)), options_(options) {
+                                                         size_t fusion_threshold_bytes,
+                                                         bool wake_relay)
+    : job_(job), connect_(std::move(connect)), options_(options), wake_relay_(wake_relay) {
   constexpr size_t kPage = 4096;
   const size_t fusion = (fusion_threshold_bytes + kPage - 1) / kPage * kPage;
   options_.shm_arena_bytes = std::max(options_.shm_arena_bytes, fusion);
@@ -175,7 +181,15 @@ std::unique_ptr<DataPath> CommunicatorDataPathFactory::create(
   SubsetBootstrap* view = boot.get();
   auto comm = std::make_unique<Communicator>(std::move(boot), connect_, options_);
   view->finish(options_.timeout);
-  auto dp = std::make_unique<CommunicatorDataPath>(std::move(comm));
+  std::unique_ptr<tcp::WakeRelay> relay;
+  if (!world_ && job.cross_size > 1) {
+    // Collective like everything here: every rank of the world takes part,
+    // and there is a relay only if every rank's TANDEM_WAKE_RELAY says so.
+    std::string why;
+    relay = tcp::WakeRelay::create(job_, comm->doorbell(), wake_relay_,
+                                   tcp::choose_listen_address(false, why), options_.timeout);
+  }
+  auto dp = std::make_unique<CommunicatorDataPath>(std::move(comm), std::move(relay));
   if (!world_) world_ = dp.get();
   return dp;
 }

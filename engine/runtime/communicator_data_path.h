@@ -27,19 +27,24 @@
 
 #include "communicator/communicator.h"
 #include "runtime/data_path.h"
+#include "transport/tcp/wake_relay.h"
 
 namespace tandem::runtime {
 
 class CommunicatorDataPath : public DataPath {
  public:
-  explicit CommunicatorDataPath(std::unique_ptr<Communicator> comm);
+  // relay: carries round requests to the other nodes (the runtime's world
+  // across nodes); without one, rounds wake members only on one node.
+  explicit CommunicatorDataPath(std::unique_ptr<Communicator> comm,
+                                std::unique_ptr<tcp::WakeRelay> relay = nullptr);
   ~CommunicatorDataPath() override;
 
   int rank() const override { return comm_->identity().rank; }
   int size() const override { return comm_->identity().size; }
   std::vector<Bytes> exchange(const Bytes& mine) override;
   bool can_wake_members() const override { return doorbell_ != nullptr; }
-  void request_round(uint64_t round) override;
+  bool wake_ups_may_be_lost() const override { return relay_ != nullptr; }
+  void request_round(uint64_t round, bool far) override;
   void wake_self() override;
   bool wait_for_round(uint64_t done, std::chrono::steady_clock::time_point until,
                       const std::function<bool()>& ready) override;
@@ -64,7 +69,9 @@ class CommunicatorDataPath : public DataPath {
 
  private:
   std::unique_ptr<Communicator> comm_;
-  Doorbell* doorbell_ = nullptr;  // comm_'s, when the set lies on one node
+  // After comm_: its thread uses comm_'s doorbell, so it goes first.
+  std::unique_ptr<tcp::WakeRelay> relay_;
+  Doorbell* doorbell_ = nullptr;  // comm_'s, when it reaches every member
   void* shared_ = nullptr;  // in comm_'s arena
   size_t shared_bytes_ = 0;
   size_t shared_fails_at_ = SIZE_MAX;  // smallest size the arena refused
@@ -77,14 +84,18 @@ class CommunicatorDataPathFactory : public DataPathFactory {
   // job: the bootstrap of the job (the C API's Communicator's), used only by
   // the first create(), which must be for every rank and is made while
   // nothing else uses `job`. fusion_threshold_bytes sizes the arenas.
+  // wake_relay: give the world's data path a tcp::WakeRelay when the job
+  // spans nodes (TANDEM_WAKE_RELAY).
   CommunicatorDataPathFactory(Bootstrap& job, TransportFactory connect,
-                              CommunicatorOptions options, size_t fusion_threshold_bytes);
+                              CommunicatorOptions options, size_t fusion_threshold_bytes,
+                              bool wake_relay = false);
   std::unique_ptr<DataPath> create(const std::vector<int>& global_ranks) override;
 
  private:
   Bootstrap& job_;
   TransportFactory connect_;
   CommunicatorOptions options_;
+  bool wake_relay_ = false;
   CommunicatorDataPath* world_ = nullptr;  // owned by the runtime's global set
   int created_ = 0;
 };

@@ -42,8 +42,13 @@ class DataPath {
   // TANDEM_IDLE_WAIT so that members with work are not held up. Rounds are
   // counted from 1, the same on every member.
   virtual bool can_wake_members() const { return false; }
-  // Asks every member for round `round`.
-  virtual void request_round(uint64_t round) { (void)round; }
+  // Whether a member's request can be lost on the way (the relay between
+  // nodes is UDP): then a member that sleeps past its fallback time runs a
+  // round anyway.
+  virtual bool wake_ups_may_be_lost() const { return false; }
+  // Asks every member for round `round`; members on other nodes only when
+  // `far` (they may be polling anyway, see wake_ups_may_be_lost).
+  virtual void request_round(uint64_t round, bool far) { (void)round, (void)far; }
   // Wakes this member's wait_for_round; the only call made from other threads.
   virtual void wake_self() {}
   // Sleeps until a member asked for a round past `done` (true), `ready()`

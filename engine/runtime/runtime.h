@@ -154,6 +154,8 @@ class Runtime {
 
   DataPath* world_ = nullptr;  // the global set's (lives as long as the runtime)
   uint64_t cycles_done_ = 0;   // the same on every rank (bg thread)
+  // End of the last round in which a member announced something (bg thread).
+  std::chrono::steady_clock::time_point last_busy_{};
   std::mutex work_mu_;
   std::condition_variable work_cv_;
   std::atomic<bool> work_{false};          // set under work_mu_, cleared by the bg thread

@@ -22,8 +22,13 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
        "cycle; 0 starts it at once."},
       {"TANDEM_IDLE_WAIT", nullptr, "1.0",
        "Milliseconds an idle rank waits for work before running an empty negotiation round, "
-       "when its process set spans nodes (peers that have work are not held up). On one node "
-       "peers wake idle ranks through the shared segment instead and this is not used."},
+       "when the world spans nodes and TANDEM_WAKE_RELAY is 0 (peers that have work are not "
+       "held up). Otherwise peers wake idle ranks and this is not used."},
+      {"TANDEM_WAKE_RELAY", nullptr, "1",
+       "1: when the world spans nodes, every node's first rank relays round requests from "
+       "the other nodes (UDP, to the address the TCP transport uses) and idle ranks sleep "
+       "until asked, with a round every 25 ms as the fallback. 0: idle ranks run an empty "
+       "round every TANDEM_IDLE_WAIT instead (for sites that block UDP between nodes)."},
       {"TANDEM_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "1024",
        "Entries of the response cache per process set; 0 turns it off (every tensor is "
        "negotiated in full every step)."},
@@ -88,6 +93,7 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
       s.fusion_threshold_bytes = static_cast<size_t>(parse_int_setting(var, v, 0, int64_t{1} << 40));
     else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = parse_double_setting(var, v, 0, 60000);
     else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = parse_double_setting(var, v, 0, 60000);
+    else if (n == "TANDEM_WAKE_RELAY") s.wake_relay = parse_bool_setting(var, v);
     else if (n == "TANDEM_CACHE_CAPACITY")
       s.cache_capacity = static_cast<size_t>(parse_int_setting(var, v, 0, 1 << 20));
     else if (n == "TANDEM_TIMELINE") s.timeline_path = v;

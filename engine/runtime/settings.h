@@ -30,6 +30,7 @@ struct Settings {
   size_t fusion_threshold_bytes = 128u << 20;
   double cycle_time_ms = 0.5;
   double idle_wait_ms = 1.0;
+  bool wake_relay = true;
   size_t cache_capacity = 1024;
   std::string timeline_path;
   bool timeline_mark_cycles = false;

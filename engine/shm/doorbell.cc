@@ -11,13 +11,27 @@ uint64_t Doorbell::requested() const {
   return control_->rounds_requested.load(std::memory_order_seq_cst);
 }
 
-void Doorbell::request(uint64_t round) {
-  uint64_t seen = control_->rounds_requested.load(std::memory_order_seq_cst);
+namespace {
+// Raises the monotone maximum; whether this call did.
+bool raise(std::atomic<uint64_t>& requested, uint64_t round) {
+  uint64_t seen = requested.load(std::memory_order_seq_cst);
   while (seen < round &&
-         !control_->rounds_requested.compare_exchange_weak(seen, round, std::memory_order_seq_cst)) {
+         !requested.compare_exchange_weak(seen, round, std::memory_order_seq_cst)) {
   }
+  return seen < round;
+}
+}  // namespace
+
+bool Doorbell::request(uint64_t round) {
+  const bool raised = raise(control_->rounds_requested, round);
   for (int r = 0; r < n_; ++r)
     if (r != me_) ring(r);
+  return raised;
+}
+
+void Doorbell::relay(uint64_t round) {
+  raise(control_->rounds_requested, round);
+  for (int r = 0; r < n_; ++r) ring(r);
 }
 
 void Doorbell::poke() { ring(me_); }

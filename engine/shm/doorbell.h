@@ -25,8 +25,13 @@ class Doorbell {
  public:
   Doorbell(ControlBlock* control, int local_rank, int local_size);
 
-  // Asks every local rank for round `round` (and all before it).
-  void request(uint64_t round);
+  // Asks every local rank for round `round` (and all before it). Returns
+  // whether this call raised the node's request (no rank had asked for it
+  // yet): across nodes that rank tells the others (transport/tcp/wake_relay.h).
+  bool request(uint64_t round);
+  // A request that came from another node: raises it and wakes every local
+  // rank, this process's too.
+  void relay(uint64_t round);
   uint64_t requested() const;
   // Wakes this rank's own waiter (from any thread of this process).
   void poke();

@@ -255,6 +255,69 @@ TEST(Negotiation, ProcessSetsRunConcurrentlyWithTheGlobalSet) {
   EXPECT_NE(ids[0] / 10, ids[0] % 10);
 }
 
+// Across nodes round requests travel through the wake relay, which may
+// lose them (UDP). Here every request is lost: members sleep as if they
+// could be woken, and nobody wakes them. A process set {0, 2} still runs,
+// although each of its cycles also needs rank 1, which has nothing to do:
+// rank 1's sleep ends on the fallback and it joins a round anyway. (Without
+// the fallback rank 1 would sleep on and ranks 0 and 2 would wait forever.)
+class LostWakeUps : public ThreadDataPath {
+ public:
+  using ThreadDataPath::ThreadDataPath;
+  bool can_wake_members() const override { return true; }
+  bool wake_ups_may_be_lost() const override { return true; }
+  bool wait_for_round(uint64_t, std::chrono::steady_clock::time_point until,
+                      const std::function<bool()>& ready) override {
+    while (std::chrono::steady_clock::now() < until && !ready())
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return false;
+  }
+};
+
+class LostWakeUpsFactory : public DataPathFactory {
+ public:
+  LostWakeUpsFactory(ThreadCluster& c, int rank) : c_(c), rank_(rank) {}
+  std::unique_ptr<DataPath> create(const std::vector<int>& ranks) override {
+    auto it = std::find(ranks.begin(), ranks.end(), rank_);
+    if (it == ranks.end()) return nullptr;
+    return std::make_unique<LostWakeUps>(c_.world_for(ranks), static_cast<int>(it - ranks.begin()));
+  }
+
+ private:
+  ThreadCluster& c_;
+  int rank_;
+};
+
+TEST(Negotiation, LostWakeUpsAreCoveredByTheFallbackRound) {
+  ThreadCluster threads(3);
+  std::vector<std::unique_ptr<Runtime>> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back(std::make_unique<Runtime>(r, 3, std::make_unique<LostWakeUpsFactory>(threads, r),
+                                              Cluster::test_settings()));
+  std::vector<std::thread> t;
+  std::atomic<int> wrong{0};
+  for (int r = 0; r < 3; ++r)
+    t.emplace_back([&, r] {
+      Runtime& rt = *ranks[r];
+      const int pair = rt.add_process_set({0, 2});
+      if (r == 1) return;  // idle from here on
+      // Past the time ranks keep polling after a busy round (kStayAwake):
+      // rank 1 is asleep now.
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      for (int step = 0; step < 3; ++step) {
+        float x = float(r), y = -1;
+        auto h = rt.enqueue({tensor("p" + std::to_string(step), &x, &y, {})},
+                            allreduce(TANDEM_SUM, pair));
+        if (!h->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(10)) ||
+            h->result() != TANDEM_SUCCESS || y != 2.0f)
+          ++wrong;
+      }
+    });
+  for (auto& x : t) x.join();
+  EXPECT_EQ(wrong.load(), 0);
+  for (auto& rt : ranks) rt->stop();
+}
+
 TEST(Negotiation, ProcessSetAddMismatchIsAnError) {
   Cluster c(2);
   std::vector<std::string> errors(2);

@@ -72,15 +72,17 @@ TEST(Segment, CommunicatorLeavesNothingInDevShm) {
 
 // The doorbell: a request for round k wakes the ranks that have run fewer
 // rounds, and only those; a rank's own poke ends its wait with ready() true;
-// the deadline ends it otherwise. Across nodes there is none (it would not
-// reach every rank).
+// the deadline ends it otherwise. request() says whether it raised the
+// node's round (that rank forwards it to other nodes); relay(), a request
+// from another node, wakes every local rank, the relaying one too.
 TEST(Doorbell, RequestWakesPeersPokeWakesSelf) {
   run_world(3, {}, [](Communicator& c) {
-    Doorbell* bell = c.doorbell();
-    ASSERT_NE(bell, nullptr);
+    Doorbell* bell = &c.doorbell();
     const auto far = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     c.barrier();
-    if (c.identity().rank == 1) bell->request(1);
+    if (c.identity().rank == 1) {
+      EXPECT_TRUE(bell->request(1));
+    }
     EXPECT_TRUE(bell->wait(0, far, [] { return false; }));  // woken, or already asked
     EXPECT_EQ(bell->requested(), 1u);
     c.barrier();
@@ -99,13 +101,27 @@ TEST(Doorbell, RequestWakesPeersPokeWakesSelf) {
     t.join();
     c.barrier();
     // Requests only grow: an older request does not lower the round.
-    if (c.identity().rank == 0) bell->request(3);
+    if (c.identity().rank == 0) {
+      EXPECT_TRUE(bell->request(3));
+    }
     c.barrier();
-    if (c.identity().rank == 2) bell->request(2);
+    if (c.identity().rank == 2) {
+      EXPECT_FALSE(bell->request(2));
+    }
     c.barrier();
     EXPECT_EQ(bell->requested(), 3u);
+    c.barrier();
+    // A relayed request wakes everyone, the relaying rank's own waiter too.
+    std::thread relayer;
+    if (c.identity().rank == 0)
+      relayer = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        bell->relay(4);
+      });
+    EXPECT_TRUE(bell->wait(3, far, [] { return false; }));
+    if (relayer.joinable()) relayer.join();
+    EXPECT_EQ(bell->requested(), 4u);
   });
-  run_world(2, {1, 1}, [](Communicator& c) { EXPECT_EQ(c.doorbell(), nullptr); });
 }
 
 TEST(Settings, StrictParsing) {

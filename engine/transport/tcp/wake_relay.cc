@@ -1,0 +1,136 @@
+#include "transport/tcp/wake_relay.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/errors.h"
+
+namespace tandem {
+namespace tcp {
+namespace {
+
+constexpr size_t kDatagramBytes = sizeof(WakeRelay::Key) + sizeof(uint64_t);
+
+Fd udp_socket(int family, const std::string& what) {
+  Fd fd(::socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) throw SystemError("wake relay: socket() " + what, errno);
+  return fd;
+}
+
+// A rank's blob: whether it wants a relay; a leader's then its key and its
+// address (length and bytes).
+Bytes encode(bool wanted, const WakeRelay::Key& key, const SockAddr& addr) {
+  Bytes b{static_cast<uint8_t>(wanted ? 1 : 0)};
+  b.insert(b.end(), key.begin(), key.end());
+  const uint32_t len = addr.len;
+  const auto* l = reinterpret_cast<const uint8_t*>(&len);
+  b.insert(b.end(), l, l + sizeof len);
+  const auto* a = reinterpret_cast<const uint8_t*>(&addr.storage);
+  b.insert(b.end(), a, a + addr.len);
+  return b;
+}
+
+bool decode(const Bytes& blob, WakeRelay::Key* key, SockAddr* addr) {
+  uint32_t len = 0;
+  if (blob.empty()) return false;
+  const uint8_t* b = blob.data() + 1;
+  const size_t size = blob.size() - 1;
+  if (size < key->size() + sizeof len) return false;
+  std::memcpy(key->data(), b, key->size());
+  std::memcpy(&len, b + key->size(), sizeof len);
+  if (len > sizeof addr->storage || size != key->size() + sizeof len + len) return false;
+  std::memcpy(&addr->storage, b + key->size() + sizeof len, len);
+  addr->len = len;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<WakeRelay> WakeRelay::create(Bootstrap& world, Doorbell& doorbell, bool wanted,
+                                             SockAddr listen, std::chrono::milliseconds timeout) {
+  const Identity& id = world.identity();
+  const bool leader = id.local_rank == 0;
+  std::unique_ptr<WakeRelay> relay(new WakeRelay(doorbell));
+  Bytes mine{static_cast<uint8_t>(wanted ? 1 : 0)};
+  if (leader && wanted) {
+    WakeRelay& w = *relay;
+    if (getrandom(w.key_.data(), w.key_.size(), 0) != static_cast<ssize_t>(w.key_.size()))
+      throw SystemError("wake relay: getrandom", errno);
+    w.listener_ = udp_socket(listen.family(), "to listen on " + to_string(listen));
+    if (::bind(w.listener_.get(), listen.get(), listen.len) != 0)
+      throw SystemError("wake relay: bind " + to_string(listen), errno);
+    listen.len = sizeof listen.storage;
+    if (::getsockname(w.listener_.get(), listen.get(), &listen.len) != 0)
+      throw SystemError("wake relay: getsockname", errno);
+    w.stop_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!w.stop_.valid()) throw SystemError("wake relay: eventfd", errno);
+    mine = encode(true, w.key_, listen);
+    w.address_ = listen;
+  }
+  const std::vector<Bytes> all = world.allgather(mine, timeout);
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r].empty() || all[r][0] != 1) return nullptr;  // every rank decides the same
+  for (size_t r = 0; r < all.size(); ++r) {
+    const bool same_node = id.node_of_rank.empty() || id.node_of_rank.at(r) == id.cross_rank;
+    if (all[r].size() == 1 || same_node) continue;  // not a leader, or this node's
+    Peer p;
+    if (!decode(all[r], &p.key, &p.addr))
+      throw Error("wake relay: rank " + std::to_string(r) + " published a malformed address");
+    relay->others_.push_back(p);
+  }
+  if (!relay->others_.empty())
+    relay->sender_ = udp_socket(relay->others_.front().addr.family(), "to send wake-ups");
+  if (leader) relay->thread_ = std::thread([r = relay.get()] { r->serve(); });
+  return relay;
+}
+
+WakeRelay::~WakeRelay() {
+  if (!thread_.joinable()) return;
+  const uint64_t one = 1;
+  (void)!::write(stop_.get(), &one, sizeof one);
+  thread_.join();
+}
+
+void WakeRelay::forward(uint64_t round) {
+  uint8_t d[kDatagramBytes];
+  std::memcpy(d + sizeof(Key), &round, sizeof round);
+  for (const Peer& p : others_) {
+    std::memcpy(d, p.key.data(), p.key.size());
+    // Best effort: a full socket buffer or an unreachable node only delays
+    // the wake-up until the receiver's fallback round.
+    (void)::sendto(sender_.get(), d, sizeof d, MSG_DONTWAIT | MSG_NOSIGNAL, p.addr.get(),
+                   p.addr.len);
+  }
+}
+
+void WakeRelay::serve() {
+  pthread_setname_np(pthread_self(), "tandem-relay");
+  pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+  for (;;) {
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    uint8_t d[kDatagramBytes + 1];
+    ssize_t n;
+    while ((n = ::recv(listener_.get(), d, sizeof d, MSG_DONTWAIT)) >= 0) {
+      // Anything but a datagram of the right size with this node's key is
+      // somebody else's traffic: ignored.
+      if (static_cast<size_t>(n) != kDatagramBytes ||
+          std::memcmp(d, key_.data(), key_.size()) != 0)
+        continue;
+      uint64_t round = 0;
+      std::memcpy(&round, d + sizeof(Key), sizeof round);
+      doorbell_.relay(round);
+      relayed_.fetch_add(1);
+    }
+  }
+}
+
+}  // namespace tcp
+}  // namespace tandem

@@ -1,0 +1,117 @@
+// The wake relay between nodes: ranks as threads on two fake nodes, each
+// node a doorbell over its own control block (futexes on private memory
+// work between threads), the relay over UDP on loopback.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/memory_bootstrap.h"
+#include "shm/control.h"
+#include "transport/tcp/wake_relay.h"
+
+namespace tandem::tcp {
+namespace {
+
+SockAddr loopback() {
+  SockAddr a;
+  auto* in = reinterpret_cast<sockaddr_in*>(&a.storage);
+  in->sin_family = AF_INET;
+  in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.len = sizeof(sockaddr_in);
+  return a;
+}
+
+// Two nodes of two ranks: ranks 0, 1 on node 0, ranks 2, 3 on node 1.
+struct TwoNodes {
+  TwoNodes() : world(MemoryWorld::with_placement({0, 0, 1, 1})) {
+    for (auto& c : controls) c = std::make_unique<ControlBlock>();
+    for (int r = 0; r < 4; ++r) {
+      boots.push_back(std::make_unique<MemoryBootstrap>(world, r));
+      bells.push_back(std::make_unique<Doorbell>(controls[r / 2].get(), r % 2, 2));
+    }
+    relays.resize(4);
+    std::vector<std::thread> t;
+    for (int r = 0; r < 4; ++r)
+      t.emplace_back([&, r] {
+        relays[r] = WakeRelay::create(*boots[r], *bells[r], true, loopback(),
+                                      std::chrono::seconds(30));
+      });
+    for (auto& x : t) x.join();
+  }
+  std::shared_ptr<MemoryWorld> world;
+  std::unique_ptr<ControlBlock> controls[2];
+  std::vector<std::unique_ptr<MemoryBootstrap>> boots;
+  std::vector<std::unique_ptr<Doorbell>> bells;
+  std::vector<std::unique_ptr<WakeRelay>> relays;
+};
+
+bool eventually(const std::function<bool()>& what) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!what()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A request forwarded from either node reaches the other node's doorbell
+// and wakes a rank sleeping there, the leader's own process included.
+TEST(WakeRelay, ForwardedRequestWakesTheOtherNode) {
+  TwoNodes n;
+  const auto far = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::thread sleeper([&] { EXPECT_TRUE(n.bells[2]->wait(0, far, [] { return false; })); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  n.relays[1]->forward(1);  // any rank may forward, not only the leader
+  sleeper.join();
+  EXPECT_EQ(n.bells[3]->requested(), 1u);
+  EXPECT_EQ(n.relays[2]->relayed(), 1u);
+  n.relays[3]->forward(7);
+  EXPECT_TRUE(eventually([&] { return n.bells[0]->requested() == 7; }));
+  EXPECT_EQ(n.bells[2]->requested(), 1u) << "a node does not hear its own forwards";
+}
+
+// Only datagrams with the receiving node's key count: one from elsewhere is
+// dropped, and the relay goes on serving.
+TEST(WakeRelay, DatagramsWithoutTheKeyAreIgnored) {
+  TwoNodes n;
+  const SockAddr to = n.relays[2]->listening_on();
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  uint8_t forged[24] = {};
+  uint64_t round = 9;
+  std::memcpy(forged + 16, &round, sizeof round);
+  ASSERT_EQ(::sendto(fd, forged, sizeof forged, 0, to.get(), to.len), 24);
+  ASSERT_EQ(::sendto(fd, "short", 5, 0, to.get(), to.len), 5);
+  ::close(fd);
+  n.relays[0]->forward(2);  // after the forged ones, on the same socket
+  ASSERT_TRUE(eventually([&] { return n.relays[2]->relayed() == 1; }));
+  EXPECT_EQ(n.bells[2]->requested(), 2u);
+}
+
+// TANDEM_WAKE_RELAY=0 on any rank: nobody gets a relay (and nobody hangs
+// in the exchange that decides it).
+TEST(WakeRelay, OneRankOptingOutTurnsItOffEverywhere) {
+  auto world = MemoryWorld::with_placement({0, 1, 1});
+  ControlBlock node0{}, node1{};
+  std::vector<std::unique_ptr<WakeRelay>> relays(3);
+  std::vector<std::thread> t;
+  for (int r = 0; r < 3; ++r)
+    t.emplace_back([&, r] {
+      MemoryBootstrap boot(world, r);
+      Doorbell bell(r == 0 ? &node0 : &node1, r == 0 ? 0 : r - 1, r == 0 ? 1 : 2);
+      relays[r] = WakeRelay::create(boot, bell, r != 2, loopback(), std::chrono::seconds(30));
+    });
+  for (auto& x : t) x.join();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(relays[r], nullptr) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace tandem::tcp
