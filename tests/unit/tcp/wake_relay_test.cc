@@ -15,18 +15,17 @@
 
 #include "bootstrap/memory_bootstrap.h"
 #include "shm/control.h"
+#include "transport/tcp/interface.h"
 #include "transport/tcp/wake_relay.h"
 
 namespace tandem::tcp {
 namespace {
 
+// The transport's own choice for a group on one host (TANDEM_TCP_IFNAME is
+// not set in unit tests).
 SockAddr loopback() {
-  SockAddr a;
-  auto* in = reinterpret_cast<sockaddr_in*>(&a.storage);
-  in->sin_family = AF_INET;
-  in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.len = sizeof(sockaddr_in);
-  return a;
+  std::string why;
+  return choose_listen_address(true, why);
 }
 
 // Two nodes of two ranks: ranks 0, 1 on node 0, ranks 2, 3 on node 1.
