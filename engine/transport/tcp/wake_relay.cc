@@ -126,8 +126,8 @@ void WakeRelay::serve() {
         continue;
       uint64_t round = 0;
       std::memcpy(&round, d + sizeof(Key), sizeof round);
+      relayed_.fetch_add(1);  // first: whoever the doorbell wakes sees it counted
       doorbell_.relay(round);
-      relayed_.fetch_add(1);
     }
   }
 }
