@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "common/errors.h"
@@ -17,6 +18,7 @@ namespace tandem {
 namespace tcp {
 
 using Clock = std::chrono::steady_clock;
+constexpr size_t kPieceBytes = size_t{512} << 10;
 
 struct TcpTransport::Transfer {
   bool is_send = false;
@@ -26,10 +28,12 @@ struct TcpTransport::Transfer {
   uint8_t* data = nullptr;
   size_t bytes = 0;
   size_t done = 0;  // header and payload bytes moved so far
+  size_t limit = SIZE_MAX;  // progress() stops here for now (paced sendrecv)
   bool header_checked = false;
   Clock::time_point last_progress{};
   size_t total() const { return kHeaderBytes + bytes; }
   bool complete() const { return done == total(); }
+  bool paused() const { return !complete() && done >= limit; }
 };
 
 namespace {
@@ -118,14 +122,15 @@ void TcpTransport::sendrecv(int to, const void* send_data, size_t send_bytes, in
 }
 
 bool TcpTransport::progress(Transfer& t) {
-  while (!t.complete()) {
+  while (!t.complete() && !t.paused()) {
     iovec iov[2];
     int n = 0;
+    const size_t end = std::min(t.total(), t.limit);
     if (t.done < kHeaderBytes) {
       iov[n++] = {t.header + t.done, kHeaderBytes - t.done};
-      if (t.bytes > 0) iov[n++] = {t.data, t.bytes};
+      if (end > kHeaderBytes) iov[n++] = {t.data, end - kHeaderBytes};
     } else {
-      iov[n++] = {t.data + (t.done - kHeaderBytes), t.total() - t.done};
+      iov[n++] = {t.data + (t.done - kHeaderBytes), end - t.done};
     }
     ssize_t r;
     if (t.is_send) {
@@ -157,7 +162,7 @@ bool TcpTransport::progress(Transfer& t) {
                               who(t.peer) + " failed: " + cause +
                               " (the process died, or its transport failed or was aborted)");
   }
-  return true;
+  return t.complete();
 }
 
 void TcpTransport::run(Transfer* ts, int count) {
@@ -166,16 +171,36 @@ void TcpTransport::run(Transfer* ts, int count) {
   for (int i = 0; i < count; ++i) {
     ts[i].fd = peers_[ts[i].peer]->fd.get();
     ts[i].last_progress = start;
+    // A sendrecv moves both directions a piece at a time: a message larger
+    // than the socket buffers take at once ran at 2.6 GB/s per direction
+    // on loopback against 6.2 GB/s for 256-512 KiB ones.
+    if (count == 2) ts[i].limit = kHeaderBytes + kPieceBytes;
     if (ts[i].is_send) encode_length(ts[i].header, ts[i].bytes);
     progress(ts[i]);
   }
   pollfd pfds[3];
   int which[3];
   for (;;) {
+    // Both directions paused at their piece boundary: the next piece.
+    bool all_paused = true, any_paused = false;
+    for (int i = 0; i < count; ++i) {
+      if (ts[i].complete()) continue;
+      all_paused = all_paused && ts[i].paused();
+      any_paused = any_paused || ts[i].paused();
+    }
+    if (any_paused && all_paused) {
+      for (int i = 0; i < count; ++i) {
+        if (ts[i].complete()) continue;
+        ts[i].limit += kPieceBytes;
+        ts[i].last_progress = Clock::now();
+        progress(ts[i]);
+      }
+      continue;
+    }
     int n = 0;
     auto deadline = Clock::time_point::max();
     for (int i = 0; i < count; ++i) {
-      if (ts[i].complete()) continue;
+      if (ts[i].complete() || ts[i].paused()) continue;
       const short ev = ts[i].is_send ? POLLOUT : POLLIN;
       pfds[n] = {ts[i].fd, static_cast<short>(ev | POLLRDHUP), 0};
       which[n++] = i;
