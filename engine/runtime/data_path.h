@@ -37,7 +37,8 @@ class DataPath {
   virtual std::vector<Bytes> exchange(const Bytes& mine) = 0;
 
   // Round wake-ups (optional). Where every member can wake the others (one
-  // node: a futex in the shared segment), an idle runtime sleeps until a
+  // node: a futex in the shared segment; across nodes with the wake relay,
+  // transport/tcp/wake_relay.h), an idle runtime sleeps until a
   // member asks for a round instead of running an empty round every
   // TANDEM_IDLE_WAIT so that members with work are not held up. Rounds are
   // counted from 1, the same on every member.
@@ -47,7 +48,7 @@ class DataPath {
   // round anyway.
   virtual bool wake_ups_may_be_lost() const { return false; }
   // Asks every member for round `round`; members on other nodes only when
-  // `far` (they may be polling anyway, see wake_ups_may_be_lost).
+  // `far` (right after a busy round they poll anyway: runtime.cc kStayAwake).
   virtual void request_round(uint64_t round, bool far) { (void)round, (void)far; }
   // Wakes this member's wait_for_round; the only call made from other threads.
   virtual void wake_self() {}

@@ -315,25 +315,10 @@ int Runtime::add_process_set(std::vector<int> ranks) {
                           " is listed twice");
   if (ranks.front() < 0 || ranks.back() >= size_)
     throw InvalidArgument("add_process_set: ranks must lie in 0.." + std::to_string(size_ - 1));
-  TensorArg t;
-  t.name = "tandem:process_set_op#" + std::to_string(internal_seq_++);
-  OpArgs a;
-  a.type = OpType::kAddProcessSet;
-  auto set = find_set(0);
-  std::shared_ptr<HandleState> h;
-  {
-    std::lock_guard<std::mutex> lock(set->mu);
-    throw_if_broken();
-    h = handles_.create(1);
-    TensorEntry e;
-    e.request.name = t.name;
-    e.request.type = OpType::kAddProcessSet;
-    e.request.shape.assign(ranks.begin(), ranks.end());
-    e.handle = h;
-    set->add_locked(std::move(e));
-  }
-  wake();
-  return wait_internal(h);
+  Request q;
+  q.type = OpType::kAddProcessSet;
+  q.shape.assign(ranks.begin(), ranks.end());
+  return negotiate_internal(std::move(q));
 }
 
 void Runtime::remove_process_set(int id) {
@@ -341,21 +326,29 @@ void Runtime::remove_process_set(int id) {
     throw InvalidArgument("remove_process_set: the global process set (0) cannot be removed");
   if (!find_set(id)) throw InvalidArgument("remove_process_set: process set " +
                                            std::to_string(id) + " does not exist");
-  auto set = find_set(0);
+  Request q;
+  q.type = OpType::kRemoveProcessSet;
+  q.root = id;
+  negotiate_internal(std::move(q));
+}
+
+// Process set changes are negotiated on the global set like tensors, so
+// that every rank applies them at the same point (run_internal).
+int Runtime::negotiate_internal(Request q) {
+  q.name = "tandem:process_set_op#" + std::to_string(internal_seq_++);
+  auto set = find_set(TANDEM_GLOBAL_PROCESS_SET);
   std::shared_ptr<HandleState> h;
   {
     std::lock_guard<std::mutex> lock(set->mu);
     throw_if_broken();
     h = handles_.create(1);
     TensorEntry e;
-    e.request.name = "tandem:process_set_op#" + std::to_string(internal_seq_++);
-    e.request.type = OpType::kRemoveProcessSet;
-    e.request.root = id;
+    e.request = std::move(q);
     e.handle = h;
     set->add_locked(std::move(e));
   }
   wake();
-  wait_internal(h);
+  return wait_internal(h);
 }
 
 std::vector<int> Runtime::process_set_ranks(int id) const {

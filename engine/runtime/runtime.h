@@ -4,9 +4,10 @@
 // handle; the background thread runs cycles:
 //
 //   wait for work: tensors enqueued here, or a peer asking for a round
-//     (on one node peers wake each other through the shared segment;
-//     across nodes an idle rank runs an empty round every TANDEM_IDLE_WAIT
-//     so that peers with work proceed),
+//     (peers on a node wake each other through the shared segment, and a
+//     relay per node carries requests between nodes; with
+//     TANDEM_WAKE_RELAY=0, and for 20 ms after a busy round, an idle rank
+//     across nodes runs an empty round every TANDEM_IDLE_WAIT instead),
 //   with work of its own, let the batching window pass: it closes once
 //     enqueues pause (kQuietGap) or TANDEM_CYCLE_TIME after the first,
 //   for each process set this rank belongs to, in id order:
@@ -127,6 +128,8 @@ class Runtime {
   void fail_all(tandem_result_t code, const std::string& message);
   std::shared_ptr<ProcessSet> find_set(int id) const;
   std::vector<std::shared_ptr<ProcessSet>> sets_snapshot() const;
+  // Enqueues a process-set change on the global set and waits for it.
+  int negotiate_internal(Request q);
   int wait_internal(const std::shared_ptr<HandleState>& h);
   void throw_if_broken() const;
   void wake();

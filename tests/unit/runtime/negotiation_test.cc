@@ -453,8 +453,14 @@ TEST(Fusion, TheFirstHandleOfABatchIsAnnouncedLast) {
                             &in[t * kLen], &out[t * kLen], {kLen}));
       if (r == 1) {
         const uint64_t announced = uint64_t(kTensors) * uint64_t(round + 1);
-        while (c.ranks[0]->counters().get(Counter::kRequestsSent) < announced)
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (c.ranks[0]->counters().get(Counter::kRequestsSent) < announced) {
+          if (std::chrono::steady_clock::now() > until) {
+            ADD_FAILURE() << "rank 0 never announced its " << kTensors << " tensors";
+            break;
+          }
           std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
         if (wait(rt.enqueue(ts, allreduce())) != TANDEM_SUCCESS) ++wrong;
       } else {
         std::vector<std::shared_ptr<HandleState>> h;
