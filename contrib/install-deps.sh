@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Tandem builds, tests and demos with, only
-# those missing. Needs root (or sudo) and Debian's archive.
+# those missing, then the framework venvs and the NCCL header from PyPI
+# (contrib/install-python-envs.sh). Needs root (or sudo), Debian's archive
+# and a pip index.
 set -euo pipefail
 
 packages=(
@@ -17,15 +19,17 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts these daemons on install; the project runs its own instances.
+  for svc in slurmctld slurmd munge; do
+    $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || $sudo service "$svc" stop >/dev/null 2>&1 || true
+  done
+fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts these daemons on install; the project runs its own instances.
-for svc in slurmctld slurmd munge; do
-  $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || $sudo service "$svc" stop >/dev/null 2>&1 || true
-done
+"$(dirname "$0")/install-python-envs.sh"

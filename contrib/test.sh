@@ -15,8 +15,13 @@ cd "$root"
 "$root/contrib/install-deps.sh"
 
 echo "== build ($build)"
+# The framework venvs (torch 2.x, TensorFlow) and the NCCL header location.
+# shellcheck disable=SC2207
+env_options=($("$root/contrib/install-python-envs.sh" --print))
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" -Dwerror=true -Dcuda=enabled -Dtests=enabled
+  meson setup "$build" -Dwerror=true -Dcuda=enabled -Dtests=enabled "${env_options[@]}"
+else
+  meson configure "$build" "${env_options[@]}"
 fi
 ninja -C "$build"
 

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The framework environments Tandem is tested with, beside Debian's python3
+# (torch 1.13), and the NCCL header the CUDA build compiles against. Idempotent:
+# what is already there and complete is kept.
+#
+#   contrib/install-python-envs.sh          # into $TANDEM_DEPS (default /opt/tandem-deps)
+#   contrib/install-python-envs.sh --print  # prints the meson -D options that use them
+#
+# Layout under $TANDEM_DEPS:
+#   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest
+#   tf/       venv: tensorflow-cpu==2.21.0, keras==3.15.1, pytest
+#   nccl/include/nccl.h   from the nvidia-nccl-cu13 wheel, used only when the
+#                         CUDA toolkit under /usr/local/cuda has no nccl.h
+#
+# Exact versions on purpose: a looser range for torch pulls the CUDA build
+# (gigabytes); these files lie on the machine's pip index. A venv counts as
+# ready only once its .complete marker is written after a successful import
+# check, so an interrupted install is redone, not trusted.
+set -euo pipefail
+
+deps=${TANDEM_DEPS:-/opt/tandem-deps}
+cuda=${TANDEM_CUDA_ROOT:-/usr/local/cuda}
+nccl_wheel_version=2.30.7
+
+base_python() {  # the pip-capable CPython 3.11 (pyenv's on these machines)
+  local p
+  for p in ${TANDEM_BASE_PYTHON:-} python3.11 python3; do
+    if [ -n "$p" ] && command -v "$p" >/dev/null && "$p" -c 'import venv, ensurepip' 2>/dev/null; then
+      command -v "$p"; return 0
+    fi
+  done
+  echo "install-python-envs: no python3 with venv and ensurepip on PATH (set TANDEM_BASE_PYTHON)" >&2
+  return 1
+}
+
+make_venv() {  # make_venv NAME CHECK PACKAGES...
+  local name=$1 check=$2; shift 2
+  local dest=$deps/$name
+  if [ -f "$dest/.complete" ] && "$dest/bin/python" -c "$check" >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "install-python-envs: $dest ($*)"
+  rm -rf "$dest"
+  "$(base_python)" -m venv "$dest"
+  "$dest/bin/python" -m pip install -q --disable-pip-version-check "$@" 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  "$dest/bin/python" -c "$check" >/dev/null || {
+    echo "install-python-envs: $name: '$check' fails after pip install $*" >&2; return 1; }
+  touch "$dest/.complete"
+}
+
+nccl_include() {
+  if [ -f "$cuda/include/nccl.h" ]; then echo "$cuda/include"; else echo "$deps/nccl/include"; fi
+}
+
+if [ "${1:-}" = "--print" ]; then
+  echo "-Dnccl_include=$(nccl_include) -Dtest_python_torch2=$deps/torch2/bin/python -Dtest_python_tf=$deps/tf/bin/python"
+  exit 0
+fi
+
+mkdir -p "$deps"
+
+make_venv torch2 'import torch, numpy, pytest; assert torch.__version__.startswith("2.13.0")' \
+  torch==2.13.0 numpy pytest
+make_venv tf 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "2.21.0" and keras.__version__ == "3.15.1"' \
+  tensorflow-cpu==2.21.0 keras==3.15.1 pytest
+
+if [ ! -f "$cuda/include/nccl.h" ] && [ ! -f "$deps/nccl/include/nccl.h" ]; then
+  echo "install-python-envs: nccl.h from nvidia-nccl-cu13==$nccl_wheel_version into $deps/nccl"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  "$(base_python)" -m pip download -q --no-deps -d "$tmp" "nvidia-nccl-cu13==$nccl_wheel_version" 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  "$(base_python)" - "$tmp" "$deps/nccl" <<'EOF'
+import pathlib, sys, zipfile
+wheel = next(pathlib.Path(sys.argv[1]).glob("nvidia_nccl_cu13-*.whl"))
+out = pathlib.Path(sys.argv[2]) / "include"
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith("nvidia/nccl/include/") and not name.endswith("/"):
+            dest = out / name[len("nvidia/nccl/include/"):]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(z.read(name))
+EOF
+fi
