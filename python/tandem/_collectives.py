@@ -82,7 +82,7 @@ _RUNTIME_SIGNATURES = {
                                               _p(ctypes.c_uint64)]),
 }
 _declared = False
-_internal_names = itertools.count()
+_internal_names = {}  # process set id -> counter of internal names
 _declare_lock = threading.Lock()
 
 
@@ -345,9 +345,11 @@ def counters():
         index += 1
 
 
-def allgather_int64(values, process_set=_GLOBAL):
-    """Every rank's list of ``len(values)`` int64s, in rank order (blocking).
-    All ranks must pass the same number of values."""
+def allgather_int64(values, process_set=_GLOBAL, name=None):
+    """Every rank's list of ``len(values)`` int64s, in rank order of the set
+    (blocking). All ranks must pass the same number of values. Without a
+    ``name`` one is drawn from a counter per process set, so members that make
+    these calls in the same order agree whatever ran in other sets."""
     from tandem import _dtypes
     n = len(values)
     send = (ctypes.c_int64 * max(1, n))(*values)
@@ -360,12 +362,14 @@ def allgather_int64(values, process_set=_GLOBAL):
         holder["out"] = (ctypes.c_int64 * max(1, count))()
         return ctypes.addressof(holder["out"]), count * 8
 
-    name = "tandem.allgather_int64.%d" % next(_internal_names)
+    if name is None:
+        with _declare_lock:
+            counter = _internal_names.setdefault(process_set, itertools.count())
+            name = "tandem.allgather_int64.%d.%d" % (process_set, next(counter))
     allgather(name, Buffer(ctypes.addressof(send), _dtypes.INT64, (1, n)), make_output,
               process_set, keep=send).wait()
     flat = list(holder["out"])
     return [flat[r * n:(r + 1) * n] for r in range(len(flat) // n if n else 0)]
-
 
 
 # The reason classify() gives when the GPU path was not compiled in

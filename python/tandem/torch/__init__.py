@@ -6,12 +6,16 @@ behaves as Horovod documents it.
 
 import torch as _torch
 
-from tandem import _basics, _collectives, _dtypes
+from tandem import _basics, _built, _collectives, _dtypes
 from tandem._basics import (  # noqa: F401
     rank, size, local_rank, local_size, cross_rank, cross_size, is_initialized,
     is_homogeneous, shutdown,
 )
 from tandem import errors as _errors
+from tandem._built import (  # noqa: F401
+    ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, gpu_status, mpi_built,
+    mpi_enabled, mpi_threads_supported, nccl_built, rocm_built,
+)
 from tandem.errors import TandemError  # noqa: F401
 from tandem.torch.compression import Compression  # noqa: F401
 from tandem.torch.functions import (  # noqa: F401
@@ -27,7 +31,7 @@ from tandem.torch.mpi_ops import (  # noqa: F401
     reducescatter_async, synchronize,
 )
 from tandem.torch.optimizer import DistributedOptimizer  # noqa: F401
-from tandem.torch.process_sets import (  # noqa: F401
+from tandem.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set,
 )
 from tandem.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
@@ -57,62 +61,9 @@ def stop_timeline():
 
 
 # ------------------------------------------------------- what this build has
-# Horovod's meanings: *_built() is "compiled with support for it", not "usable
-# on this node". Tandem has no MPI, Gloo, oneCCL, DDL or ROCm. Its GPU path is
-# CUDA and NCCL together, both loaded at run time, so nccl_built() and
-# cuda_built() say whether the loaded libtandem was compiled with that path
-# (True on a CPU-only node of a CUDA build). Whether GPU tensors work here is
-# gpu_available(): the engine's tandem_gpu_available() and torch both see a
-# usable GPU. tandem-info prints the engine's reason when they do not.
-
-def mpi_built():
-    return False
-
-
-def mpi_enabled():
-    return False
-
-
-def mpi_threads_supported():
-    return False
-
-
-def gloo_built():
-    return False
-
-
-def gloo_enabled():
-    return False
-
-
-def ccl_built():
-    return False
-
-
-def ddl_built():
-    return False
-
-
-def rocm_built():
-    return False
-
-
-def nccl_built():
-    return _collectives.gpu_path_compiled()
-
-
-def cuda_built():
-    return _collectives.gpu_path_compiled()
-
 
 def gpu_available():
     """True when CUDA tensors can go through Tandem in this process: the
     engine's GPU path is usable (driver, GPU, CUDA runtime and NCCL found)
     and torch has CUDA. The engine's reason: tandem.torch.gpu_status()."""
-    return _collectives.gpu_available()[0] and _torch.cuda.is_available()
-
-
-def gpu_status():
-    """(usable, reason) from the engine's tandem_gpu_available(); raises
-    InvalidArgumentError for a bad setting such as TANDEM_GPU_DEVICE=x."""
-    return _collectives.gpu_available()
+    return _built.gpu_status()[0] and _torch.cuda.is_available()

@@ -5,7 +5,8 @@ import pickle
 
 import torch
 
-from tandem import _collectives
+from tandem import _objects
+from tandem import process_sets as _ps
 from tandem.torch import mpi_ops
 
 
@@ -61,37 +62,21 @@ def _to_this_rank(storage, location):
 
 
 def _deserialize(data):
-    return torch.load(io.BytesIO(data), map_location=_to_this_rank)
+    # Any picklable object, as Horovod's broadcast_object: the bytes come from
+    # a rank of the same job, so torch >= 2.6's weights_only default (which
+    # refuses arbitrary classes) does not apply.
+    return torch.load(io.BytesIO(data), map_location=_to_this_rank, weights_only=False)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=mpi_ops.global_process_set):
     """Returns root_rank's ``obj`` on every rank (any picklable object)."""
-    name = name or "broadcast_object"
-    if process_set.rank() == root_rank:
-        payload = torch.frombuffer(bytearray(_serialize(obj)), dtype=torch.uint8)
-        length = torch.tensor([payload.numel()], dtype=torch.int64)
-    else:
-        payload, length = None, torch.zeros(1, dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name=name + ".size", process_set=process_set)
-    if payload is None:
-        payload = torch.empty(int(length.item()), dtype=torch.uint8)
-    mpi_ops.broadcast_(payload, root_rank, name=name + ".data", process_set=process_set)
-    if process_set.rank() == root_rank:
-        return obj
-    return _deserialize(payload.numpy().tobytes())
+    return _objects.broadcast_object(obj, root_rank, name or "broadcast_object",
+                                     _ps.ident(process_set, "broadcast_object"),
+                                     dumps=_serialize, loads=_deserialize)
 
 
 def allgather_object(obj, name=None, process_set=mpi_ops.global_process_set):
     """Returns the list of every rank's ``obj``, in rank order."""
-    name = name or "allgather_object"
-    payload = torch.frombuffer(bytearray(_serialize(obj)), dtype=torch.uint8)
-    if payload.numel() == 0:  # pragma: no cover - torch.save never writes nothing
-        raise ValueError("object serialized to nothing")
-    gathered = mpi_ops.synchronize(mpi_ops.allgather_async(payload, name=name,
-                                                           process_set=process_set))
-    sizes = [row[0] for row in _collectives.allgather_int64([payload.numel()])]
-    out, offset = [], 0
-    for size in sizes:
-        out.append(_deserialize(gathered[offset:offset + size].numpy().tobytes()))
-        offset += size
-    return out
+    return _objects.allgather_object(obj, name or "allgather_object",
+                                     _ps.ident(process_set, "allgather_object"),
+                                     dumps=_serialize, loads=_deserialize)

@@ -27,27 +27,16 @@ A handle is an int, as in Horovod; ``synchronize(handle)`` returns the output
 call works as usual).
 """
 
-import itertools
-import threading
-
 import torch
 
-from tandem import _collectives, _dtypes, errors
+from tandem import _collectives, _dtypes, _handles, _ops, errors
+from tandem import process_sets as _ps
+from tandem._handles import poll, synchronize  # noqa: F401 (hvd.poll, hvd.synchronize)
+from tandem._ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401
 from tandem.torch import _cuda
-from tandem.torch import process_sets as _ps
 from tandem.torch.compression import Compression
 
 global_process_set = _ps.global_process_set
-
-# Reduction ops. Values are tandem_op_t's; Adasum exists only so that scripts
-# naming it get a clear error rather than an AttributeError.
-Sum = _dtypes.SUM
-Average = _dtypes.AVERAGE
-Min = _dtypes.MIN
-Max = _dtypes.MAX
-Product = _dtypes.PRODUCT
-Adasum = -1
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
 
 _NATIVE = {
     torch.uint8: _dtypes.UINT8, torch.int8: _dtypes.INT8, torch.int32: _dtypes.INT32,
@@ -60,68 +49,11 @@ _COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float6
 _WIDENED = {torch.int16: torch.int32}
 
 
-def _invalid(message):
-    return errors.make("TANDEM_ERR_INVALID_ARGUMENT", message)
-
-
-# ------------------------------------------------------------------ handles
-
-class _Pending:
-    __slots__ = ("requests", "finish")
-
-    def __init__(self, requests, finish):
-        self.requests = requests
-        self.finish = finish  # () -> output, run once every request is done
-
-
-_handles = {}
-_handles_lock = threading.Lock()
-_handle_ids = itertools.count(1)
-
-
-def _register(requests, finish):
-    with _handles_lock:
-        handle = next(_handle_ids)
-        _handles[handle] = _Pending(requests, finish)
-    return handle
-
-
-def _pending(handle):
-    with _handles_lock:
-        pending = _handles.get(handle)
-    if pending is None:
-        raise _invalid("handle %r is unknown: it was never returned by an *_async call of "
-                       "this process, or it was already synchronized" % (handle,))
-    return pending
-
-
-def poll(handle):
-    """True when the operation behind ``handle`` is complete (synchronize will
-    not block). An operation that failed counts as complete."""
-    pending = _pending(handle)
-    try:
-        return all(request.test() for request in pending.requests)
-    except errors.TandemError:
-        return True
-
-
-def synchronize(handle):
-    """Waits for the operation and returns its output; raises its error."""
-    pending = _pending(handle)
-    try:
-        for request in pending.requests:
-            request.wait()
-        return pending.finish()
-    finally:
-        with _handles_lock:
-            _handles.pop(handle, None)
-
-
 # ------------------------------------------------------------------ checks
 
 def _check_tensor(tensor, what):
     if not isinstance(tensor, torch.Tensor):
-        raise _invalid("%s expects a torch.Tensor, got %s" % (what, type(tensor).__name__))
+        raise _ops.invalid("%s expects a torch.Tensor, got %s" % (what, type(tensor).__name__))
     if tensor.device.type not in ("cpu", "cuda"):
         # CUDA tensors go to the engine, which alone knows whether its GPU
         # path runs on every rank; other devices have no path at all.
@@ -131,34 +63,8 @@ def _check_tensor(tensor, what):
             "tensor.cpu() (or .cuda() where tandem-info reports the GPU path)"
             % (what, tensor.device))
     if tensor.layout != torch.strided:
-        raise _invalid("%s: %s tensors are not supported; convert with tensor.to_dense() "
+        raise _ops.invalid("%s: %s tensors are not supported; convert with tensor.to_dense() "
                        "(DistributedOptimizer: sparse_as_dense=True)" % (what, tensor.layout))
-
-
-def _resolve_op(op, average, what):
-    if average is not None:
-        if op is not None:
-            raise _invalid("%s: give op or the deprecated average, not both" % what)
-        return Average if average else Sum
-    if op is None:
-        return Average
-    if op == Adasum:
-        raise errors.make("TANDEM_ERR_UNSUPPORTED",
-                          "%s: Adasum is not implemented by Tandem; use Average or Sum" % what)
-    if op not in _OP_NAMES:
-        raise _invalid("%s: op must be one of hvd.Sum, Average, Min, Max, Product; got %r"
-                       % (what, op))
-    return op
-
-
-_auto_names = itertools.count()
-
-
-def _name(name, kind):
-    """The user's name, or one generated from a per-process counter: ranks
-    calling the same unnamed collectives in the same order generate the same
-    names, as with Horovod."""
-    return name if name is not None else "%s.noname.%d" % (kind, next(_auto_names))
 
 
 # ------------------------------------------------------------- wire formats
@@ -171,11 +77,11 @@ def _wire_dtype(dtype, op, what):
         return _NATIVE[_WIDENED[dtype]], _WIDENED[dtype]
     if dtype in _COMPLEX_PARTS:
         if op not in (Sum, Average):
-            raise _invalid("%s: %s on a %s tensor has no meaning; only Sum and Average "
-                           "reduce complex numbers" % (what, _OP_NAMES[op], dtype))
+            raise _ops.invalid("%s: %s on a %s tensor has no meaning; only Sum and Average "
+                           "reduce complex numbers" % (what, _ops.OP_NAMES[op], dtype))
         parts = _COMPLEX_PARTS[dtype]
         return _NATIVE[parts], parts
-    raise _invalid("%s: tensors of type %s cannot be reduced; supported: %s, int16 and "
+    raise _ops.invalid("%s: tensors of type %s cannot be reduced; supported: %s, int16 and "
                    "complex" % (what, dtype, ", ".join(str(d) for d in _NATIVE)))
 
 
@@ -280,7 +186,7 @@ class _Plan:
         self.engine_op, self.divide_by = op, None
         if op == Average and not wire.is_floating_point:
             if wire == torch.bool:
-                raise _invalid("%s: Average of a bool tensor has no meaning; use Sum (or) "
+                raise _ops.invalid("%s: Average of a bool tensor has no meaning; use Sum (or) "
                                "or Min (and)" % what)
             # The engine averages floating types only; integers are summed and
             # floor-divided here, as Horovod does for integer tensors.
@@ -304,14 +210,15 @@ def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set)
     ps = _ps.ident(process_set, "allreduce")
     plan = _Plan(tensor, output, op, process_set, "allreduce")
     request = _collectives.allreduce(
-        _name(name, "allreduce"), _buffer(plan.send, plan.engine_dtype), plan.recv.data_ptr(),
+        _ops.auto_name(name, "allreduce"), _buffer(plan.send, plan.engine_dtype),
+        plan.recv.data_ptr(),
         plan.engine_op, float(prescale), float(postscale), ps, keep=plan)
-    return _register([request], plan.finish)
+    return _handles.register([request], plan.finish)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
-    op = _resolve_op(op, average, "allreduce")
+    op = _ops.resolve_op(op, average, "allreduce")
     _check_tensor(tensor, "allreduce_async")
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
     return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
@@ -320,7 +227,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
-    op = _resolve_op(op, average, "allreduce_")
+    op = _ops.resolve_op(op, average, "allreduce_")
     return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
                             process_set)
 
@@ -353,7 +260,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Returns the reduction of ``tensor`` over the ranks (Average by default);
     the input is not modified. Differentiable."""
-    op = _resolve_op(op, average, "allreduce")
+    op = _ops.resolve_op(op, average, "allreduce")
     _check_tensor(tensor, "allreduce")
     compressed, ctx = compression.compress(tensor)
     reduced = TandemAllreduce.apply(compressed, op, name, prescale_factor, postscale_factor,
@@ -371,19 +278,19 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, pr
     if len(ops) > 1:
         # Average over integer and floating tensors at once: one engine op
         # per group, so reduce both as Sum and divide the floating ones here.
-        raise _invalid("grouped_allreduce: Average over a mix of integer and floating "
+        raise _ops.invalid("grouped_allreduce: Average over a mix of integer and floating "
                        "tensors; group them by kind")
-    base = _name(name, "grouped_allreduce")
+    base = _ops.auto_name(name, "grouped_allreduce")
     request = _collectives.grouped_allreduce(
         ["%s.%d" % (base, i) for i in range(len(plans))],
         [_buffer(p.send, p.engine_dtype) for p in plans], [p.recv.data_ptr() for p in plans],
         ops.pop() if ops else op, float(prescale), float(postscale), ps, keep=plans)
-    return _register([request], lambda: [p.finish() for p in plans])
+    return _handles.register([request], lambda: [p.finish() for p in plans])
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
-    op = _resolve_op(op, average, "grouped_allreduce")
+    op = _ops.resolve_op(op, average, "grouped_allreduce")
     for t in tensors:
         _check_tensor(t, "grouped_allreduce_async")
     outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
@@ -393,7 +300,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
-    op = _resolve_op(op, average, "grouped_allreduce_")
+    op = _ops.resolve_op(op, average, "grouped_allreduce_")
     return _grouped_allreduce_async(tensors, tensors, name, op, prescale_factor,
                                     postscale_factor, process_set)
 
@@ -425,7 +332,7 @@ class TandemGroupedAllreduce(torch.autograd.Function):
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none,
                       op=None, prescale_factor=1.0, postscale_factor=1.0,
                       process_set=global_process_set):
-    op = _resolve_op(op, average, "grouped_allreduce")
+    op = _ops.resolve_op(op, average, "grouped_allreduce")
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
     reduced = TandemGroupedAllreduce.apply(op, name, prescale_factor, postscale_factor,
                                            process_set, *compressed)
@@ -442,7 +349,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set, what):
         output, memory_format=torch.contiguous_format)
     # The engine copies the root's input into every rank's output, so an
     # out-of-place broadcast needs no copy here.
-    request = _collectives.broadcast(_name(name, "broadcast"), _byte_buffer(send),
+    request = _collectives.broadcast(_ops.auto_name(name, "broadcast"), _byte_buffer(send),
                                      recv.data_ptr(), int(root_rank), ps,
                                      keep=(tensor, send, output, recv))
 
@@ -450,7 +357,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set, what):
         if recv is not output:
             output.copy_(recv)
         return output
-    return _register([request], finish)
+    return _handles.register([request], finish)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -493,7 +400,7 @@ def _allgather_start(tensor, name, process_set, what):
     _check_tensor(tensor, what)
     ps = _ps.ident(process_set, what)
     if tensor.dim() == 0:
-        raise _invalid("%s: a 0-dim tensor cannot be concatenated; use tensor.view(1)" % what)
+        raise _ops.invalid("%s: a 0-dim tensor cannot be concatenated; use tensor.view(1)" % what)
     send = tensor if tensor.is_contiguous() else tensor.contiguous()
     outputs = _Results(tensor.dtype, tensor)
     request = _collectives.allgather(name, _byte_buffer(send), outputs.make_output, ps,
@@ -502,9 +409,9 @@ def _allgather_start(tensor, name, process_set, what):
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
-    request, finish = _allgather_start(tensor, _name(name, "allgather"), process_set,
+    request, finish = _allgather_start(tensor, _ops.auto_name(name, "allgather"), process_set,
                                        "allgather")
-    return _register([request], finish)
+    return _handles.register([request], finish)
 
 
 class TandemAllgather(torch.autograd.Function):
@@ -530,10 +437,10 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    base = _name(name, "grouped_allgather")
+    base = _ops.auto_name(name, "grouped_allgather")
     starts = [_allgather_start(t, "%s.%d" % (base, i), process_set, "grouped_allgather")
               for i, t in enumerate(tensors)]
-    return _register([s[0] for s in starts], lambda: [s[1]() for s in starts])
+    return _handles.register([s[0] for s in starts], lambda: [s[1]() for s in starts])
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
@@ -546,7 +453,7 @@ def _alltoall_start(tensor, splits, name, process_set, what):
     _check_tensor(tensor, what)
     ps = _ps.ident(process_set, what)
     if tensor.dim() == 0:
-        raise _invalid("%s: a 0-dim tensor cannot be split; use tensor.view(1)" % what)
+        raise _ops.invalid("%s: a 0-dim tensor cannot be split; use tensor.view(1)" % what)
     if splits is not None:
         splits = [int(s) for s in (splits.tolist() if isinstance(splits, torch.Tensor)
                                    else splits)]
@@ -561,9 +468,9 @@ def _alltoall_start(tensor, splits, name, process_set, what):
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
-    request, finish = _alltoall_start(tensor, splits, _name(name, "alltoall"),
+    request, finish = _alltoall_start(tensor, splits, _ops.auto_name(name, "alltoall"),
                                       process_set, "alltoall")
-    return _register([request], finish)
+    return _handles.register([request], finish)
 
 
 class TandemAlltoall(torch.autograd.Function):
@@ -594,7 +501,7 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 def _reducescatter_start(tensor, name, op, prescale, postscale, process_set, what):
     ps = _ps.ident(process_set, what)
     if isinstance(tensor, torch.Tensor) and tensor.dim() == 0:
-        raise _invalid("%s: a 0-dim tensor cannot be scattered; use tensor.view(1)" % what)
+        raise _ops.invalid("%s: a 0-dim tensor cannot be scattered; use tensor.view(1)" % what)
     # Rows are dealt by the engine as evenly as possible, the first ranks
     # taking one more (Horovod's layout).
     plan = _Plan(tensor, tensor, op, process_set, what)
@@ -613,11 +520,11 @@ def _reducescatter_start(tensor, name, op, prescale, postscale, process_set, wha
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
-    op = _resolve_op(op, None, "reducescatter")
-    request, finish = _reducescatter_start(tensor, _name(name, "reducescatter"), op,
+    op = _ops.resolve_op(op, None, "reducescatter")
+    request, finish = _reducescatter_start(tensor, _ops.auto_name(name, "reducescatter"), op,
                                            prescale_factor, postscale_factor, process_set,
                                            "reducescatter")
-    return _register([request], finish)
+    return _handles.register([request], finish)
 
 
 class TandemReducescatter(torch.autograd.Function):
@@ -642,7 +549,7 @@ class TandemReducescatter(torch.autograd.Function):
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     compressed, ctx = compression.compress(tensor)
-    out = TandemReducescatter.apply(compressed, name, _resolve_op(op, None, "reducescatter"),
+    out = TandemReducescatter.apply(compressed, name, _ops.resolve_op(op, None, "reducescatter"),
                                     process_set, prescale_factor, postscale_factor)
     return compression.decompress(out, ctx)
 
@@ -650,12 +557,12 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 def grouped_reducescatter_async(tensors, name=None, op=Average,
                                 process_set=global_process_set, prescale_factor=1.0,
                                 postscale_factor=1.0):
-    op = _resolve_op(op, None, "grouped_reducescatter")
-    base = _name(name, "grouped_reducescatter")
+    op = _ops.resolve_op(op, None, "grouped_reducescatter")
+    base = _ops.auto_name(name, "grouped_reducescatter")
     starts = [_reducescatter_start(t, "%s.%d" % (base, i), op, prescale_factor,
                                    postscale_factor, process_set, "grouped_reducescatter")
               for i, t in enumerate(tensors)]
-    return _register([s[0] for s in starts], lambda: [s[1]() for s in starts])
+    return _handles.register([s[0] for s in starts], lambda: [s[1]() for s in starts])
 
 
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,

@@ -5,7 +5,7 @@ global set. Adding and removing are collective over every rank of the world,
 in the same order everywhere.
 """
 
-from tandem import _basics, _collectives, errors
+from tandem import _collectives, errors
 
 
 class ProcessSet:

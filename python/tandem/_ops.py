@@ -1,0 +1,59 @@
+"""What every framework frontend means by an operation: reduction ops, the
+deprecated ``average=`` flag, and auto-generated names.
+
+Horovod exposes the ops as module constants (``hvd.Sum``, ``hvd.Average``,
+...); each frontend re-exports these, so ``hvd.Sum`` is the same value under
+``horovod.torch`` and ``horovod.tensorflow``.
+"""
+
+import itertools
+import threading
+
+from tandem import _dtypes, errors
+
+# Values are tandem_op_t's; Adasum exists only so that scripts naming it get a
+# clear error rather than an AttributeError.
+Sum = _dtypes.SUM
+Average = _dtypes.AVERAGE
+Min = _dtypes.MIN
+Max = _dtypes.MAX
+Product = _dtypes.PRODUCT
+Adasum = -1
+OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+
+
+def invalid(message):
+    """An InvalidArgumentError made on the Python side, before the engine."""
+    return errors.make("TANDEM_ERR_INVALID_ARGUMENT", message)
+
+
+def resolve_op(op, average, what):
+    """The op to run from Horovod's (op, average) pair: ``average`` is the
+    deprecated boolean; neither given means Average."""
+    if average is not None:
+        if op is not None:
+            raise invalid("%s: give op or the deprecated average, not both" % what)
+        return Average if average else Sum
+    if op is None:
+        return Average
+    if op == Adasum:
+        raise errors.make("TANDEM_ERR_UNSUPPORTED",
+                          "%s: Adasum is not implemented by Tandem; use Average or Sum" % what)
+    if op not in OP_NAMES:
+        raise invalid("%s: op must be one of hvd.Sum, Average, Min, Max, Product; got %r"
+                      % (what, op))
+    return op
+
+
+_auto_names = itertools.count()
+_auto_lock = threading.Lock()
+
+
+def auto_name(name, kind):
+    """The user's name, or one generated from a per-process counter: ranks
+    calling the same unnamed collectives in the same order generate the same
+    names, as with Horovod. One counter for every frontend of the process."""
+    if name is not None:
+        return name
+    with _auto_lock:
+        return "%s.noname.%d" % (kind, next(_auto_names))
