@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <unistd.h>
 #include <pmix.h>
 #include <set>
 #include <string>
@@ -62,6 +63,7 @@ class Session {
                              ": no PMIx server answered (start the job with srun --mpi=pmix or "
                              "mpirun; without a PMIx launcher set TANDEM_BOOTSTRAP=tcp or single)");
       s.initialized = true;
+      s.pid = getpid();
       std::atexit(finalize_at_exit);
     }
     me_ = s.me;
@@ -85,6 +87,7 @@ class Session {
     pmix_proc_t me{};
     uint64_t sessions = 0;
     int live = 0;
+    pid_t pid = 0;  // the process that initialized PMIx
   };
   static std::mutex& mu() {
     static auto* m = new std::mutex;
@@ -95,11 +98,12 @@ class Session {
     return *s;
   }
   // A bootstrap still alive at exit (the program never called
-  // tandem_finalize) may have threads inside PMIx: leave it alone then.
+  // tandem_finalize) may have threads inside PMIx: leave it alone then. A
+  // forked child that exits must not finalize its parent's PMIx client.
   static void finalize_at_exit() {
     std::lock_guard<std::mutex> lock(mu());
     State& s = state();
-    if (s.initialized && s.live == 0) {
+    if (s.initialized && s.live == 0 && s.pid == getpid()) {
       PMIx_Finalize(nullptr, 0);
       s.initialized = false;
     }
