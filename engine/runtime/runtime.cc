@@ -570,12 +570,12 @@ std::vector<Wait> Runtime::describe_waits() {
   if (seconds <= 0) return {};
   const auto now = Clock::now();
   const auto grace = ms(seconds * 1000);
-  std::vector<const HandleState*> waited;
-  {
-    std::lock_guard<std::mutex> lock(wait_mu_);
-    if (waited_.empty() || now - blocked_since_ < grace) return {};
-    for (const auto& [h, threads] : waited_) waited.push_back(h);
-  }
+  // Held throughout: a waiting thread leaves its wait (~BlockedWaiter) only
+  // through this lock, so every handle in waited_ stays alive meanwhile.
+  // (Lock order: wait_mu_, then a set's mu or join_mu_; nothing takes
+  // wait_mu_ while holding those.)
+  std::lock_guard<std::mutex> waits_lock(wait_mu_);
+  if (waited_.empty() || now - blocked_since_ < grace) return {};
   const Clock::time_point last_enqueue{std::chrono::duration_cast<Clock::duration>(
       std::chrono::nanoseconds(last_work_ns_.load(std::memory_order_relaxed)))};
   if (now - last_enqueue < grace) return {};
@@ -586,7 +586,7 @@ std::vector<Wait> Runtime::describe_waits() {
   }
   const auto sets = sets_snapshot();
   std::vector<Wait> out;
-  for (const HandleState* h : waited) {
+  for (const auto& [h, threads] : waited_) {
     if (h->done()) return {};  // its thread is about to go on
     Wait w;
     if (join && join.get() == h) {
