@@ -190,6 +190,29 @@ TEST(Deadlock, NamesThatDriftedApartOnThreeRanks) {
                                    "rank 2 waits in allreduce 'allreduce.8' (process set 0), not yet started by ranks 0,1"});
 }
 
+TEST(Deadlock, DriftInASteadyStateStepAnnouncedThroughTheCache) {
+  // Three steps of 'a' then 'b' everywhere (both end up in the response
+  // cache), then rank 1 skips 'a': both ranks wait in tensors announced by
+  // cache bit, which the verdict must read as well as full requests.
+  Cluster c(2, deadlock_settings());
+  std::vector<Outcome> out(2);
+  c.each([&](int r, Runtime& rt) {
+    float a = 1, b = 1;
+    for (int step = 0; step < 3; ++step) {
+      auto ha = rt.enqueue({scalar("a", &a)}, allreduce());
+      ASSERT_EQ(blocked_wait(rt, ha), TANDEM_SUCCESS);
+      auto hb = rt.enqueue({scalar("b", &b)}, allreduce());
+      ASSERT_EQ(blocked_wait(rt, hb), TANDEM_SUCCESS);
+    }
+    auto h = rt.enqueue({scalar(r == 0 ? "a" : "b", r == 0 ? &a : &b)}, allreduce());
+    out[r].code = blocked_wait(rt, h);
+    out[r].error = h->error();
+  });
+  EXPECT_GT(c.ranks[0]->counters().get(Counter::kCacheHits), 0u);
+  expect_deadlock_everywhere(out, {"rank 0 waits in allreduce 'a' (process set 0), not yet started by rank 1",
+                                   "rank 1 waits in allreduce 'b' (process set 0), not yet started by rank 0"});
+}
+
 TEST(Deadlock, ASlowRankIsNotADeadlockOnlyAStall) {
   Settings s = deadlock_settings();
   s.stall_check_seconds = 0.5;
