@@ -61,7 +61,11 @@ def _to_this_rank(storage, location):
 
 
 def _deserialize(data):
-    return torch.load(io.BytesIO(data), map_location=_to_this_rank)
+    # broadcast_object/allgather_object carry any picklable object, as
+    # Horovod's do (cloudpickle there): torch >= 2.6 defaults torch.load to
+    # weights_only=True, which refuses everything but tensors and plain
+    # containers. The bytes come from a rank of this same job.
+    return torch.load(io.BytesIO(data), map_location=_to_this_rank, weights_only=False)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=mpi_ops.global_process_set):
