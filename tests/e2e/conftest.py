@@ -57,6 +57,8 @@ interpreter that has the framework's module (found with
 Each value is the interpreter's path (str); the test id is its NAME
 (``test_x[torch2]``). With no interpreter for a framework the test is
 reported as skipped. A new framework is one line in ``FRAMEWORK_FIXTURES``.
+``any_torch_python`` is the first interpreter with torch, not parametrized:
+for tests of the plugin that need torch but not every version of it.
 """
 
 import json
@@ -241,6 +243,14 @@ class Cluster:
         (alt / "slurm.conf").write_text(conf)
         shutil.copy(self.dir / "gres.conf", alt / "gres.conf")
         return {"SLURM_CONF": str(alt / "slurm.conf")}
+
+
+@pytest.fixture(scope="session")
+def any_torch_python(request):
+    for _, path in framework_interpreters(request.config):
+        if _has_module(request.config, path, "torch"):
+            return path
+    pytest.skip("no --python interpreter has torch")
 
 
 @pytest.fixture(scope="session")

@@ -3,9 +3,9 @@ cluster, with ranks on two nodes (the plugin preloads libtandem and puts the
 package on PYTHONPATH; nothing else is set up for the job), and plain torch
 DDP scripts served by the plugin's torch.distributed variables.
 
-Every test here runs once per torch interpreter given with --python
-(conftest.py: the ``torch_python`` fixture; contrib/test.sh passes Debian's
-torch 1.13 and the torch 2.x venv)."""
+Every test taking ``torch_python`` runs once per torch interpreter given with
+--python (conftest.py; contrib/test.sh passes Debian's torch 1.13 and the
+torch 2.x venv); those about the plugin alone take ``any_torch_python``."""
 
 import os
 import pathlib
@@ -138,7 +138,9 @@ def test_cuda_tensors_are_refused_by_the_engine_on_every_rank(cluster, torch_pyt
 # ------------------------------------------------------------ torch DDP
 
 DDP_LINE = re.compile(r"^DDP rank (\d+)/(\d+) local (\d+)/(\d+) master (\S+):(\d+) "
-                      r"job (\d+) step (\d+)$", re.M)
+                      r"job (\d+) step (\d+) at ([0-9.]+)$", re.M)
+DONE_LINE = re.compile(r"^DDP rank (\d+) done: .* parameters equal on (\d+) ranks at ([0-9.]+)$",
+                       re.M)
 
 
 def node_addr(cluster, node):
@@ -157,7 +159,7 @@ def check_ddp_run(cluster, r, world, per_node, rank0_node="node1"):
     joined = DDP_LINE.findall(r.stdout)
     assert sorted(int(j[0]) for j in joined) == list(range(world)), out[-3000:]
     ports = set()
-    for rank, size, local, local_size, addr, port, job, step in joined:
+    for rank, size, local, local_size, addr, port, job, step, _ in joined:
         assert int(size) == world
         assert int(local_size) == per_node[int(rank)][1] and int(local) == per_node[int(rank)][0]
         assert addr == node_addr(cluster, rank0_node), (addr, rank0_node)
@@ -166,9 +168,11 @@ def check_ddp_run(cluster, r, world, per_node, rank0_node="node1"):
     assert len(ports) == 1
     losses = [float(x) for x in re.findall(r"^epoch \d+ loss ([0-9.]+)$", r.stdout, re.M)]
     assert len(losses) == 3 and losses[-1] < losses[0], r.stdout
-    done = re.findall(r"^DDP rank (\d+) done: .* parameters equal on (\d+) ranks$", r.stdout, re.M)
+    done = DONE_LINE.findall(r.stdout)
     assert sorted(int(d[0]) for d in done) == list(range(world)), out[-3000:]
-    return ports.pop()
+    # (port, when every rank had joined, when the first rank was about to
+    # leave): the store on MASTER_PORT served the step over that interval.
+    return ports.pop(), max(float(j[-1]) for j in joined), min(float(d[-1]) for d in done)
 
 
 def test_unmodified_ddp_script_under_srun_horovod_on(cluster, torch_python):
@@ -179,22 +183,23 @@ def test_unmodified_ddp_script_under_srun_horovod_on(cluster, torch_python):
     check_ddp_run(cluster, r, 4, {0: (0, 3), 1: (1, 3), 2: (2, 3), 3: (0, 1)})
 
 
-def test_ddp_rank0_node_follows_the_distribution(cluster, torch_python):
+def test_ddp_rank0_node_follows_the_distribution(cluster, any_torch_python):
     # -m arbitrary puts rank 0 on node2: MASTER_ADDR must be node2's address.
     r = cluster.srun("-N2", "-n2", "-m", "arbitrary", "-w", "node2,node1", "--horovod=on",
-                     torch_python, str(WORKERS / "ddp_train.py"), env=QUICK_DNS, timeout=240)
+                     any_torch_python, str(WORKERS / "ddp_train.py"), env=QUICK_DNS, timeout=240)
     check_ddp_run(cluster, r, 2, {0: (0, 1), 1: (0, 1)}, rank0_node="node2")
 
 
-def test_concurrent_ddp_steps_get_different_ports(cluster, torch_python):
+def test_concurrent_ddp_steps_get_different_ports(cluster, any_torch_python):
     # Two steps of one job at the same time, both with rank 0 on node1: each
     # must get its own MASTER_PORT (a shared one makes the second TCPStore
     # fail to listen, or join the first step's store).
+    # --exact: each step takes only its own CPUs, so the two run side by side.
     script = f"""
 export RES_OPTIONS="{QUICK_DNS['RES_OPTIONS']}"
 for i in 1 2; do
-  srun -N2 -n2 --ntasks-per-node=1 --horovod=on {torch_python} {WORKERS / 'ddp_train.py'} \\
-      >"$SLURM_SUBMIT_DIR/ddp$SLURM_JOB_ID.$i" 2>&1 &
+  srun -N2 -n2 --ntasks-per-node=1 --exact --horovod=on {any_torch_python} \\
+      {WORKERS / 'ddp_train.py'} --linger 15 >"$SLURM_SUBMIT_DIR/ddp$SLURM_JOB_ID.$i" 2>&1 &
 done
 wait
 """
@@ -202,11 +207,16 @@ wait
     outputs = [pathlib.Path(cluster.dir) / "e2e" / f"ddp{batch.job_id}.{i}" for i in (1, 2)]
     texts = [p.read_text() if p.exists() else "(missing)" for p in outputs]
     assert batch.state == "COMPLETED", (batch, texts)
-    ports = []
+    runs = []
     for text in texts:
         r = subprocess.CompletedProcess([], 0, text, "")
-        ports.append(check_ddp_run(cluster, r, 2, {0: (0, 1), 1: (0, 1)}))
-    assert ports[0] != ports[1], ports
+        runs.append(check_ddp_run(cluster, r, 2, {0: (0, 1), 1: (0, 1)}))
+    (port1, joined1, done1), (port2, joined2, done2) = runs
+    # Checked by hand with MASTER_PORT forced equal: no error at all, the two
+    # steps' ranks silently joined each other's store (rank 1 of one step
+    # trained with rank 0 of the other).
+    assert port1 != port2, runs
+    assert max(joined1, joined2) < min(done1, done2), ("the steps did not overlap", runs, texts)
 
 
 @pytest.mark.parametrize("user", [{"MASTER_PORT": "29431"}, {"RANK": "0", "WORLD_SIZE": "1"}])

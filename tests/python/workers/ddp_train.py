@@ -5,17 +5,19 @@ Nothing of Tandem or Horovod is imported. Under ``srun --horovod=on`` the
 plugin gives it MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE (and GLOO_SOCKET_IFNAME).
 
-Prints, per rank, ``DDP rank R/W local L/LW master ADDR:PORT job J step S``
-once joined, rank 0 the loss per epoch (averaged over the ranks), and per
+Prints, per rank, ``DDP rank R/W local L/LW master ADDR:PORT job J step S at
+T`` once joined (T: time.time()), rank 0 the loss per epoch (averaged over the ranks), and per
 rank at the end ``DDP rank R done ...`` after checking that an all_reduce
 gave the sum of what the ranks sent and that the parameters are bitwise
-equal on every rank. Any failed check raises (exit status 1).
+equal on every rank (``... done: ... at T``, after ``--linger`` seconds, just
+before the process group is destroyed). Any failed check raises (exit status 1).
 
     srun -N 2 -n 4 --horovod=on python ddp_train.py --epochs 3
 """
 
 import argparse
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -30,15 +32,18 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--linger", type=float, default=0,
+                   help="seconds to stay in the process group after training (tests of "
+                        "concurrent steps)")
     args = p.parse_args()
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ["LOCAL_RANK"])
-    print("DDP rank %d/%d local %d/%s master %s:%s job %s step %s" % (
+    print("DDP rank %d/%d local %d/%s master %s:%s job %s step %s at %.3f" % (
         rank, world, local_rank, os.environ["LOCAL_WORLD_SIZE"], os.environ["MASTER_ADDR"],
         os.environ["MASTER_PORT"], os.environ.get("SLURM_JOB_ID", "-"),
-        os.environ.get("SLURM_STEP_ID", "-")), flush=True)
+        os.environ.get("SLURM_STEP_ID", "-"), time.time()), flush=True)
 
     sent = torch.tensor([float(rank + 1)])
     dist.all_reduce(sent)
@@ -78,8 +83,9 @@ def main():
     for other, theirs in enumerate(everyone):
         assert torch.equal(theirs, flat), "parameters of rank %d differ from rank %d's" % (
             other, rank)
-    print("DDP rank %d done: loss %.4f -> %.4f, parameters equal on %d ranks" % (
-        rank, losses[0], losses[-1], world), flush=True)
+    time.sleep(args.linger)
+    print("DDP rank %d done: loss %.4f -> %.4f, parameters equal on %d ranks at %.3f" % (
+        rank, losses[0], losses[-1], world, time.time()), flush=True)
     dist.destroy_process_group()
 
 
