@@ -56,7 +56,9 @@ nccl_include() {
 
 if [ "${1:-}" = "--print-pythons" ]; then
   # Debian's python3 (torch 1.13) first, then the venvs made below.
-  echo "--python debian=/usr/bin/python3 --python torch2=$deps/torch2/bin/python --python tf=$deps/tf/bin/python"
+  # One word each (--python=NAME=PATH): Debian's pytest 7.2 cannot tell an option
+  # of a conftest from a path when its value is a separate word.
+  echo "--python=debian=/usr/bin/python3 --python=torch2=$deps/torch2/bin/python --python=tf=$deps/tf/bin/python"
   exit 0
 fi
 

@@ -45,7 +45,7 @@ stage unit-without-cuda env TANDEM_CUDA_LIBRARY=/nonexistent/libcudart.so.13 \
 # shellcheck disable=SC2207
 e2e_pythons=($("$root/contrib/install-python-envs.sh" --print-pythons))
 stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
-  --junitxml="$build/e2e-results.xml" --build-dir "$build" "${e2e_pythons[@]}" "$root/tests/e2e"
+  --junitxml="$build/e2e-results.xml" --build-dir="$build" "${e2e_pythons[@]}" "$root/tests/e2e"
 
 echo "== summary"
 /usr/bin/python3 "$root/contrib/test_summary.py" \

@@ -43,8 +43,11 @@ arguments to the session cluster, e.g. a topology XML for binding tests.
 
 Framework interpreters
 ----------------------
-``--python NAME=PATH`` (repeatable) lists the Python interpreters the
-framework tests run with; default: ``--python debian=/usr/bin/python3``.
+``--python=NAME=PATH`` (repeatable) lists the Python interpreters the
+framework tests run with; default: ``--python=debian=/usr/bin/python3``.
+Write it (and ``--build-dir=DIR``) as one word: Debian's pytest 7.2 takes a
+separate value of a conftest's option for a test path and then stops with
+"unrecognized arguments".
 contrib/test.sh passes Debian's and every venv of
 contrib/install-python-envs.sh (``torch2``, ``tf``). A test asks for one
 framework by taking one of these fixture arguments, and runs once per listed
