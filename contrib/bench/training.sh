@@ -14,7 +14,9 @@
 #
 #   contrib/bench/training.sh [BUILD_DIR]        (default: build)
 #   PYTHON=/opt/tandem-deps/torch2/bin/python NPS="2 4" MODELS="mnist vgg" \
-#     ROUNDS=2 ITERS=3 NODES=1 contrib/bench/training.sh
+#     ROUNDS=2 ITERS=3 NODES=1 BINDING=auto contrib/bench/training.sh
+# BINDING=none starts the cluster with the plugin's binding=none (tasks not
+# bound to CPUs), to separate the binding's effect from the rest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -24,6 +26,7 @@ models=${MODELS:-mnist vgg}
 rounds=${ROUNDS:-2}
 iters=${ITERS:-3}
 nodes=${NODES:-1}
+binding=${BINDING:-auto}
 [ "$(id -u)" -eq 0 ] || { echo "training.sh: needs root (the cluster uses network namespaces)" >&2; exit 2; }
 [ -x "$python" ] || { echo "training.sh: PYTHON=$python is not an executable" >&2; exit 2; }
 [ -f "$build/plugin/tandem_spank.so" ] || { echo "training.sh: build first (ninja -C $build)" >&2; exit 2; }
@@ -33,14 +36,14 @@ cdir=$build/cluster/$name
 out=$(mktemp -d /tmp/tandem-training.XXXXXX)
 trap '"$root/contrib/cluster/stop.sh" --name "$name" --dir "$cdir" --build "$build" >/dev/null || true; rm -rf "$out"' EXIT
 "$root/contrib/cluster/start.sh" --name "$name" --dir "$cdir" --build "$build" \
-  --nodes "$nodes" --cpus 8 --gpus 0 >&2
+  --nodes "$nodes" --cpus 8 --gpus 0 --plugin-arg "binding=$binding" >&2
 export SLURM_CONF=$cdir/slurm.conf
 # torch 2.x's c10d looks up each store peer's host name; the cluster's
 # namespaces reach no DNS server (tests/e2e/test_python.py). Not timed, but slow.
 export RES_OPTIONS="timeout:1 attempts:1"
 
 echo "python: $python ($("$python" -c 'import torch; print("torch", torch.__version__)'))"
-echo "host: $(nproc) CPUs; srun -N $nodes -n NP --horovod=on; --num-iters $iters; $rounds rounds"
+echo "host: $(nproc) CPUs; srun -N $nodes -n NP --horovod=on (plugin binding=$binding); --num-iters $iters; $rounds rounds"
 run() {  # run NP SCRIPT MODEL -> total images/s
   local np=$1 script=$2 model=$3 log
   log=$out/run.log
