@@ -390,16 +390,19 @@ void Runtime::loop() {
   // The batching window sleeps for tens of µs; the default timer slack
   // (50 µs) would more than double that.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  // SCHED_BATCH: same share of the CPU, but a wake-up does not preempt the
-  // running thread. The first enqueue of a step wakes this thread; where it
-  // shares a CPU with the framework (one core per rank), preempting made the
-  // enqueues and the batching window interleave (2 ranks, 100 x 16 KiB:
-  // 420 -> 375 us median; 4 ranks on 2 cores: 800 -> 750 us). It runs once
-  // the framework blocks in a wait, or at the next tick; on an idle core at
-  // once. Failure (a seccomp filter, say) only costs that gain. Device
-  // batches run under the default policy (DefaultScheduling below).
-  sched_param batch{};
-  pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+  // SCHED_OTHER by default: where this thread shares a core with the
+  // framework (one core per rank), its wake-up must preempt the framework's
+  // compute so that a step's negotiation and allreduces run while backward
+  // still produces gradients; under SCHED_BATCH the peers waited for this
+  // rank's time slice every step (torch and TF training 2-3x slower, bound).
+  // SCHED_BATCH (TANDEM_RUNTIME_SCHEDULING=batch) only helps enqueues that
+  // come back to back with no compute between them (100 x 16 KiB: ~10%).
+  // Failure (a seccomp filter, say) keeps the default. Device batches run
+  // under the default policy either way (DefaultScheduling below).
+  if (settings_.batch_scheduling) {
+    sched_param batch{};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+  }
   try {
     for (;;) {
       if (!wait_for_work()) {
