@@ -77,13 +77,18 @@ def _buffer(array, dtype, shape=None):
 
 
 def _check_array(array, what):
+    if isinstance(array, np.generic):  # a 0-dim value (tf.numpy_function passes these)
+        array = np.asarray(array)
     if not isinstance(array, np.ndarray):
         raise _ops.invalid("%s expects a numpy array, got %s" % (what, type(array).__name__))
     if array.dtype.hasobject or array.dtype.itemsize == 0:
         raise _ops.invalid("%s: arrays of %s cannot be sent (strings and objects have no "
                            "fixed size); encode them as bytes (uint8) first"
                            % (what, array.dtype))
-    return np.ascontiguousarray(array)
+    if array.flags.c_contiguous:
+        return array
+    # (np.ascontiguousarray alone would turn a 0-dim array into shape [1])
+    return np.ascontiguousarray(array).reshape(array.shape)
 
 
 class Pending:
