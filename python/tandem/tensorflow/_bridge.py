@@ -32,7 +32,7 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from tandem import _ops, errors
+from tandem import _arrays, _ops, errors
 
 try:  # TF's own test for an XLA compilation context (internal, stable since 1.x)
     from tensorflow.python.ops import control_flow_util as _cf_util
@@ -61,27 +61,39 @@ _graph_counters = weakref.WeakKeyDictionary()  # graph -> {kind: next index}
 _counters_lock = threading.Lock()
 
 
-def name_for(name, kind):
+_set_counters = {}  # eager, process sets other than the global one: id -> counter
+
+
+def name_for(name, kind, process_set=0):
     """The engine name of a collective. A given ``name`` is used as it is.
-    Eagerly, unnamed collectives draw from the process-wide counter of every
-    frontend (as Horovod's eager ops do). In a graph they are named after the
-    function being traced and their order in it: ``allreduce.train_step.3``.
-    Every trace of a function restarts the count, so ranks that trace a
-    function a different number of times (e.g. uneven allgather shapes) still
-    agree on every name."""
+
+    Unnamed collectives are numbered per process set, so that collectives
+    that only the members of a set call do not shift the names of the
+    others. Eagerly, the global set draws from the process-wide counter of
+    every frontend (as Horovod's eager ops do). In a graph they are named
+    after the function being traced and their order in it:
+    ``allreduce.train_step.3``. Every trace of a function restarts the count,
+    so ranks that trace a function a different number of times (e.g. uneven
+    allgather shapes) still agree on every name."""
     if name is not None:
         return str(name)
+    where = "" if not process_set else "set%d." % process_set
     if tf.executing_eagerly():
-        return _ops.auto_name(None, kind)
+        if not process_set:
+            return _ops.auto_name(None, kind)
+        with _counters_lock:
+            index = _set_counters.get(process_set, 0)
+            _set_counters[process_set] = index + 1
+        return "%s.%snoname.%d" % (kind, where, index)
     graph = _outermost_graph()
     with _counters_lock:
         counters = _graph_counters.setdefault(graph, {})
-        index = counters.get(kind, 0)
-        counters[kind] = index + 1
+        index = counters.get((kind, process_set), 0)
+        counters[(kind, process_set)] = index + 1
     # Digits are dropped from the graph's name: backward functions carry a
     # process-wide id ("__backward_f_123") that may differ between ranks.
-    where = re.sub(r"[0-9]+", "", getattr(graph, "name", "") or "graph").strip("_") or "graph"
-    return "%s.%s.%d" % (kind, where, index)
+    function = re.sub(r"[0-9]+", "", getattr(graph, "name", "") or "").strip("_") or "graph"
+    return "%s.%s%s.%d" % (kind, where, function, index)
 
 
 # ------------------------------------------------------------ conversions
@@ -118,6 +130,12 @@ def to_numpy(tensor):
 def from_numpy(array, dtype):
     """An eager tensor over ``array``'s memory (no copy when 64-byte aligned,
     which tandem._arrays guarantees for what it allocates)."""
+    if array.size and array.ctypes.data % _arrays.ALIGN:
+        # TensorFlow's kernels assume Eigen's alignment and abort on less; a
+        # view into the middle of a result (a gradient's slice) is copied.
+        aligned = _arrays.empty(array.shape, array.dtype)
+        aligned[...] = array
+        array = aligned
     if dtype == tf.bfloat16:
         bits = tf.experimental.dlpack.from_dlpack(array.view(np.uint16).__dlpack__())
         return tf.bitcast(bits, tf.bfloat16)

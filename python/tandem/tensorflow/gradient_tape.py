@@ -92,18 +92,19 @@ class GradientReducer:
             return _split(list(dense), self.groups)
         return [list(dense)]
 
-    def _base_name(self, dense, sparse, layout):
+    def _base_name(self, dense, sparse, layout, ps):
         if self.name is not None:
             return self.name
         if not tf.executing_eagerly():
-            return _bridge.name_for(None, "grads")
+            return _bridge.name_for(None, "grads", ps)
         # Eagerly, a name that is the same at every step (so the engine's
         # response cache serves the step) and differs between tapes over
         # different variables (a GAN's two tapes), the same on every rank.
         signature = repr(([(tuple(g.shape), g.dtype.name) for g in dense],
                           [(tuple(s.values.shape[1:]), s.values.dtype.name) for s in sparse],
                           layout, self.op, self.predivide))
-        return "grads.%08x" % (zlib.crc32(signature.encode()) & 0xffffffff)
+        where = "set%d." % ps if ps else ""
+        return "grads.%s%08x" % (where, zlib.crc32(signature.encode()) & 0xffffffff)
 
     # ------------------------------------------------------------- reduce
     @_bridge.no_autograph
@@ -152,7 +153,7 @@ class GradientReducer:
             _arrays.check_reduction(t.dtype.as_numpy_dtype, op, "DistributedGradientTape")
         position = {i: k for k, i in enumerate(dense)}
         slots = [[position[i] for i in group] for group in layout]
-        base = self._base_name(dense_in, sparse_in, slots)
+        base = self._base_name(dense_in, sparse_in, slots, ps)
         n_dense = len(dense_in)
 
         def run(arrays):

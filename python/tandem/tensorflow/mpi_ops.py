@@ -76,7 +76,7 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     prescale, postscale = float(prescale_factor), float(postscale_factor)
 
     def forward(x):
-        engine_name = _bridge.name_for(name, "allreduce")
+        engine_name = _bridge.name_for(name, "allreduce", ps)
 
         def run(arrays):
             return [_arrays.start_allreduce(engine_name, arrays[0], op, prescale, postscale,
@@ -104,7 +104,7 @@ def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscal
     prescale, postscale = float(prescale_factor), float(postscale_factor)
 
     def forward(*xs):
-        base = _bridge.name_for(name, "grouped_allreduce")
+        base = _bridge.name_for(name, "grouped_allreduce", ps)
         names = ["%s.%d" % (base, i) for i in range(len(xs))]
 
         def run(arrays):
@@ -139,7 +139,7 @@ def _allgather_backward(upstreams, inputs, process_set):
     set_rank = process_set.rank()
     dims = tf.stack([tf.shape(x, out_type=tf.int64)[0] for x in inputs])
     grads = [tf.convert_to_tensor(g) for g in _zeros_for_none(upstreams, inputs)]
-    base = _bridge.name_for(None, "allgather.grad")
+    base = _bridge.name_for(None, "allgather.grad", ps)
 
     def run(arrays):
         *gs, mine = arrays
@@ -179,7 +179,7 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
                                "(tf.reshape(t, [1]))" % _what)
 
     def forward(*xs):
-        base = _bridge.name_for(name, _what)
+        base = _bridge.name_for(name, _what, ps)
         names = [base] if len(xs) == 1 else ["%s.%d" % (base, i) for i in range(len(xs))]
 
         def run(arrays):
@@ -209,7 +209,7 @@ def _grouped_broadcast(tensors, root_rank, name, process_set, what):
     root = int(root_rank)
 
     def forward(*xs):
-        base = _bridge.name_for(name, what)
+        base = _bridge.name_for(name, what, ps)
         names = [base] if len(xs) == 1 else ["%s.%d" % (base, i) for i in range(len(xs))]
 
         def run(arrays):
@@ -269,7 +269,7 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     received = {}
 
     def forward(x):
-        engine_name = _bridge.name_for(name, "alltoall")
+        engine_name = _bridge.name_for(name, "alltoall", ps)
         inputs = [x] if split_tensor is None else [x, split_tensor]
 
         def run(arrays):
@@ -318,7 +318,7 @@ def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False,
     set_size, set_rank = process_set.size(), process_set.rank()
 
     def forward(*xs):
-        base = _bridge.name_for(name, _what)
+        base = _bridge.name_for(name, _what, ps)
         names = [base] if len(xs) == 1 else ["%s.%d" % (base, i) for i in range(len(xs))]
 
         def run(arrays):
