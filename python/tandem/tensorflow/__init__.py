@@ -257,6 +257,7 @@ if _LegacyOptimizer is not None:
             return self._optimizer.variables(*args, **kwargs)
 
 
+@_bridge.no_autograph
 def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="",
                          device_sparse="", compression=Compression.none, sparse_as_dense=False,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,

@@ -25,6 +25,7 @@ SavedModel holding the op cannot run in another process (the callback is
 not serialized).
 """
 
+import functools
 import re
 import threading
 import weakref
@@ -42,9 +43,40 @@ except ImportError:  # pragma: no cover - a TensorFlow without it
 _BFLOAT16 = tf.bfloat16.as_numpy_dtype
 
 
-# Our functions are plain Python around ops: AutoGraph must not rewrite them
-# when a user's tf.function calls them (it would only slow tracing down).
-no_autograph = tf.autograph.experimental.do_not_convert
+_traceable_classes = {}
+
+
+def _traceable(exc):
+    """``exc`` as an instance of a subclass of its class whose __init__ is
+    Exception's. AutoGraph re-raises an error passing through a user's
+    converted function as the same class only for such classes (and a few
+    builtins); any other class becomes a StagingError, and `except
+    hvd.TandemError` would no longer catch a refusal at trace time."""
+    cls = type(exc)
+    if cls.__init__ is Exception.__init__:
+        return exc
+    safe = _traceable_classes.get(cls)
+    if safe is None:
+        safe = type(cls.__name__, (cls,), {"__init__": Exception.__init__,
+                                           "__module__": cls.__module__,
+                                           "__qualname__": cls.__qualname__})
+        _traceable_classes[cls] = safe
+    return safe(*exc.args).with_traceback(exc.__traceback__)
+
+
+def no_autograph(fn):
+    """For the public functions: plain Python around ops, which AutoGraph
+    must not rewrite when a user's tf.function calls them (that would only
+    slow tracing down), and whose errors at trace time keep their class."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except errors.TandemError as exc:
+            if tf.executing_eagerly():
+                raise
+            raise _traceable(exc) from None
+    return tf.autograph.experimental.do_not_convert(wrapper)
 
 
 # ------------------------------------------------------------------- names
@@ -183,6 +215,28 @@ def _refuse_xla(what):
             % what)
 
 
+def _refuse_local_replicas(what):
+    """tf.distribute with several replicas in this process (MirroredStrategy
+    over local devices) would call each collective once per replica: each
+    call would pair with the same replica of the other processes (or,
+    eagerly, with whichever replica's call drew the same name), reducing
+    across processes but never across the replicas. Refused."""
+    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
+        return  # the default strategy (one replica) or outside strategy.run
+    strategy = tf.distribute.get_strategy()
+    try:
+        devices = tuple(strategy.extended.worker_devices)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return
+    if len(devices) > 1:
+        raise errors.make(
+            "TANDEM_ERR_UNSUPPORTED",
+            "%s inside %s.run with %d replicas in this process (%s): Tandem reduces across "
+            "processes, one replica each; start one process per device instead (srun "
+            "--horovod=on with one task per device) and drop the strategy"
+            % (what, type(strategy).__name__, len(devices), ", ".join(devices)))
+
+
 # ----------------------------------------------------------------- running
 
 def call(what, run, inputs, out_dtypes, out_shapes):
@@ -190,6 +244,7 @@ def call(what, run, inputs, out_dtypes, out_shapes):
     tensors ``inputs``; returns one tensor per entry of ``out_dtypes``
     (TensorFlow dtypes), with the static shapes ``out_shapes`` (graphs only;
     None entries for unknown dimensions)."""
+    _refuse_local_replicas(what)
     if tf.executing_eagerly():
         return _call_eagerly(run, inputs, out_dtypes)
     _refuse_xla(what)

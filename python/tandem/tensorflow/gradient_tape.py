@@ -186,6 +186,7 @@ class GradientReducer:
         return _bridge.call("DistributedGradientTape", run, inputs, dtypes, shapes)
 
 
+@_bridge.no_autograph
 def _make_allreduce_grads_fn(name, device_dense, device_sparse, compression, sparse_as_dense,
                              op, gradient_predivide_factor, groups, process_set):
     """Horovod's internal helper, kept for frontends written against it:
@@ -253,6 +254,7 @@ def _distributed_class(base):
     return cls
 
 
+@_bridge.no_autograph
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
                             compression=Compression.none, sparse_as_dense=False,
                             op=_ops.Average, gradient_predivide_factor=1.0, num_groups=0,
@@ -281,6 +283,7 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     return tape
 
 
+@_bridge.no_autograph
 def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    compression=Compression.none, sparse_as_dense=False,
                                    op=_ops.Average, gradient_predivide_factor=1.0, num_groups=0,
