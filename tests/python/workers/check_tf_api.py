@@ -716,6 +716,23 @@ def errors_then_next_call_works():
            "allreduce after every error")
 
 
+@check
+def collectives_in_a_graph_loop():
+    # A collective in the body of a tf.range loop in tf.function: one
+    # engine operation per iteration, in order, under the same name.
+    size = hvd.size()
+
+    @tf.function
+    def loop(n):
+        acc = tf.zeros(2)
+        for i in tf.range(n):
+            acc += hvd.allreduce(tf.ones(2) * tf.cast(i + hvd.rank(), tf.float32), op=hvd.Sum)
+        return acc
+    for n in (0, 1, 7):
+        want = float(sum(i + r for i in range(n) for r in range(size)))
+        expect(loop(tf.constant(n)), tf.fill([2], want), "loop of %d allreduces" % n)
+
+
 # ------------------------------------------------------- sets, join, barrier
 
 @check
