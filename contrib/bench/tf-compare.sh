@@ -6,7 +6,9 @@
 # contrib/bench/tf_mwms_synthetic_benchmark.py), runs interleaved, both
 # launched by tandem-run (which gives MWMS its TF_CONFIG layout), each rank
 # bound as srun --horovod=on would bind it (BIND=0: unbound). Prints total
-# images/sec of each side, their ratio and the load average before each pair.
+# images/sec of each side, their ratio, each side's CPU ms per step per rank
+# (process CPU time: what a step costs, which waiting on a loaded machine
+# does not inflate) and the load average before each pair.
 #
 #   contrib/bench/tf-compare.sh [BUILD_DIR]      (default: build)
 #   NPS="2 4" MODELS="mnist vgg" ROUNDS=2 ITERS=3 TF_PYTHON=... contrib/bench/tf-compare.sh
@@ -24,25 +26,28 @@ bind=()
 "$py" -c "import tensorflow" 2>/dev/null || { echo "tf-compare.sh: $py cannot import tensorflow (TF_PYTHON=...)" >&2; exit 2; }
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" TF_CPP_MIN_LOG_LEVEL=2
 
-total() {  # the "Total img/sec" figure of a run's output
-  sed -n 's/^Total img\/sec on [0-9]* rank(s): \([0-9.]*\)$/\1/p' | tail -1
+figures() {  # "<total img/sec> <CPU ms per step per rank>" of a run's output
+  awk '/^Total img\/sec on/ { t = $NF } /^CPU ms per step per rank:/ { c = $NF }
+       END { print (t == "" ? "FAILED" : t), (c == "" ? "-" : c) }'
 }
 
-printf "%-5s %-6s %-6s %12s %12s %8s   %s\n" ranks model round tandem mwms ratio "load (1/5/15 min)"
+printf "%-5s %-6s %-5s %10s %10s %7s %11s %11s   %s\n" ranks model round tandem mwms ratio \
+  "tandem cpu" "mwms cpu" "load (1/5/15 min)"
 port=23456
 for model in $models; do
   for np in $nps; do
     for round in $(seq "$rounds"); do
       load=$(cut -d' ' -f1-3 /proc/loadavg)
-      t=$("$build/tools/tandem-run" -np "$np" "${bind[@]}" --timeout 900 "$py" \
+      read -r t tc < <("$build/tools/tandem-run" -np "$np" "${bind[@]}" --timeout 900 "$py" \
             "$root/examples/tensorflow2_synthetic_benchmark.py" --model "$model" \
-            --num-iters "$iters" 2>/dev/null | total)
+            --num-iters "$iters" 2>/dev/null | figures)
       port=$((port + 16))  # a fresh port range: the last run's sockets may linger
-      m=$("$build/tools/tandem-run" -np "$np" "${bind[@]}" --timeout 900 "$py" \
+      read -r m mc < <("$build/tools/tandem-run" -np "$np" "${bind[@]}" --timeout 900 "$py" \
             "$root/contrib/bench/tf_mwms_synthetic_benchmark.py" --model "$model" \
-            --num-iters "$iters" --port "$port" 2>/dev/null | total)
-      ratio=$(awk -v t="${t:-0}" -v m="${m:-0}" 'BEGIN { if (m > 0) printf "%.2fx", t / m; else print "n/a" }')
-      printf "%-5s %-6s %-6s %12s %12s %8s   %s\n" "$np" "$model" "$round" "${t:-FAILED}" "${m:-FAILED}" "$ratio" "$load"
+            --num-iters "$iters" --port "$port" 2>/dev/null | figures)
+      ratio=$(awk -v t="$t" -v m="$m" 'BEGIN { if (m + 0 > 0 && t + 0 > 0) printf "%.2fx", t / m; else print "n/a" }')
+      printf "%-5s %-6s %-5s %10s %10s %7s %11s %11s   %s\n" "$np" "$model" "$round" "$t" "$m" \
+        "$ratio" "$tc" "$mc" "$load"
     done
   done
 done

@@ -6,7 +6,8 @@ float32 tensor, median time per call over --reps calls, for
   graph  hvd.allreduce inside tf.function (one tf.numpy_function op),
   graph x N  N tensors, each its own collective, in one tf.function,
   grouped    the same N in one hvd.grouped_allreduce (one op, one engine call),
-at a few sizes. Run on 2 ranks:
+at a few sizes; wall time (median) and the CPU time of the process (mean,
+the engine's thread included: robust to a loaded machine). Run on 2 ranks:
 
     tandem-run -np 2 /opt/tandem-deps/tf/bin/python contrib/bench/tf_op_overhead.py
 """
@@ -25,15 +26,17 @@ from tandem import _arrays  # noqa: E402
 
 
 def median_us(fn, reps):
+    """(median wall us, mean CPU us of this process, engine thread included)."""
     for _ in range(3):
         fn()
-    times = []
+    times, cpu = [], 0.0
     for _ in range(reps):
         hvd.barrier()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - start)
-    return 1e6 * float(np.median(times))
+        cpu += time.process_time() - start_cpu
+    return 1e6 * float(np.median(times)), 1e6 * cpu / reps
 
 
 def main():
@@ -64,12 +67,13 @@ def main():
         rows.append((n * 4, core, eager, in_graph, sep, grp))
     if hvd.rank() == 0:
         print("ranks %d, median us per call, load %s" % (hvd.size(), open("/proc/loadavg").read().split()[:3]))
-        print("%10s %10s %10s %10s %14s %14s" % ("bytes", "core", "eager", "graph",
+        print("wall (median) / CPU of this process (mean), us per call")
+        print("%10s %13s %13s %13s %15s %15s" % ("bytes", "core", "eager", "graph",
                                                  "graph x%d" % args.group,
                                                  "grouped x%d" % args.group))
-        for bytes_, core, eager, in_graph, sep, grp in rows:
-            print("%10d %10.0f %10.0f %10.0f %14.0f %14.0f" % (bytes_, core, eager, in_graph,
-                                                               sep, grp))
+        for bytes_, *cells in rows:
+            print("%10d " % bytes_ + " ".join(
+                "%*s" % (15 if i > 2 else 13, "%.0f / %.0f" % c) for i, c in enumerate(cells)))
     hvd.shutdown()
 
 
