@@ -5,6 +5,7 @@
 #
 #   contrib/install-python-envs.sh          # into $TANDEM_DEPS (default /opt/tandem-deps)
 #   contrib/install-python-envs.sh --print  # prints the meson -D options that use them
+#   contrib/install-python-envs.sh --print-pythons  # the e2e tests' --python NAME=PATH options
 #
 # Layout under $TANDEM_DEPS:
 #   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest
@@ -52,6 +53,14 @@ make_venv() {  # make_venv NAME CHECK PACKAGES...
 nccl_include() {
   if [ -f "$cuda/include/nccl.h" ]; then echo "$cuda/include"; else echo "$deps/nccl/include"; fi
 }
+
+if [ "${1:-}" = "--print-pythons" ]; then
+  # Debian's python3 (torch 1.13) first, then the venvs made below.
+  # One word each (--python=NAME=PATH): Debian's pytest 7.2 cannot tell an option
+  # of a conftest from a path when its value is a separate word.
+  echo "--python=debian=/usr/bin/python3 --python=torch2=$deps/torch2/bin/python --python=tf=$deps/tf/bin/python"
+  exit 0
+fi
 
 if [ "${1:-}" = "--print" ]; then
   echo "-Dnccl_include=$(nccl_include) -Dtest_python_torch2=$deps/torch2/bin/python -Dtest_python_tf=$deps/tf/bin/python"

@@ -42,6 +42,15 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
       {"TANDEM_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "0",
        "Seconds after which such a stall fails every pending operation on every rank "
        "(TANDEM_ERR_TIMEOUT); 0 waits forever."},
+      {"TANDEM_DEADLOCK_CHECK_SECONDS", nullptr, "1",
+       "Seconds a rank's threads must have waited on handles, with nothing enqueued on the "
+       "rank meanwhile, before the rank tells the others what it waits in. When the ranks "
+       "that wait can never go on (each waits for a collective another waiting rank has not "
+       "started: diverged code or names), every rank fails at once with one message naming "
+       "each rank's wait (TANDEM_ERR_ABORTED) and the runtime stops. A rank busy elsewhere "
+       "(slow, checkpointing) never counts as blocked. 0 turns the check off (for programs "
+       "where one thread waits while another thread of the same rank will enqueue what the "
+       "peers wait for)."},
       {"TANDEM_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "warning",
        "trace, debug, info, warning, error or fatal: the runtime's messages on stderr."},
   };
@@ -102,6 +111,8 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
       s.stall_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
     else if (n == "TANDEM_STALL_SHUTDOWN_TIME_SECONDS")
       s.stall_shutdown_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
+    else if (n == "TANDEM_DEADLOCK_CHECK_SECONDS")
+      s.deadlock_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
     else if (n == "TANDEM_LOG_LEVEL") s.log_level = parse_level(var, v);
     else throw Error("runtime: setting " + n + " is declared but not parsed (a bug)");
   }

@@ -3,38 +3,19 @@ on the local cluster, 4 ranks on two nodes, with a TensorFlow interpreter
 that has nothing of Tandem installed (the plugin preloads libtandem and puts
 the packages on PYTHONPATH).
 
-The interpreter is TANDEM_E2E_TF_PYTHON (default /opt/tandem-deps/tf/bin/python,
-made by contrib/install-python-envs.sh); the tests skip, saying so, when it
-cannot import tensorflow.
+Each test runs once per ``--python`` interpreter that has tensorflow (the
+conftest's ``tf_python``; contrib/test.sh passes the TF venv of
+contrib/install-python-envs.sh); with none, they are reported skipped.
 """
 
-import os
 import pathlib
 import re
-import subprocess
 
-import pytest
-
-TF_PYTHON = os.environ.get("TANDEM_E2E_TF_PYTHON", "/opt/tandem-deps/tf/bin/python")
 WORKERS = pathlib.Path(__file__).resolve().parents[1] / "python" / "workers"
 
 
 def _check_names(worker):
     return re.findall(r"^@check\ndef (\w+)\(", (WORKERS / worker).read_text(), re.M)
-
-
-@pytest.fixture(scope="module")
-def tf_python():
-    try:
-        r = subprocess.run([TF_PYTHON, "-c", "import tensorflow"], capture_output=True,
-                           text=True, timeout=300,
-                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    except OSError as exc:
-        pytest.skip("TANDEM_E2E_TF_PYTHON=%s cannot run: %s" % (TF_PYTHON, exc))
-    if r.returncode != 0:
-        pytest.skip("TANDEM_E2E_TF_PYTHON=%s cannot import tensorflow: %s"
-                    % (TF_PYTHON, r.stderr[-500:]))
-    return TF_PYTHON
 
 
 def _srun(cluster, python, script, *args, nodes=2, tasks=4, timeout=900):
