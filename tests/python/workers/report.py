@@ -1,11 +1,12 @@
 """Runs a worker's checks on this rank and reports each one on its own line
 (PASS/FAIL/SKIP name rank N), so the pytest side can assert every check on
-every rank; shared by check_api.py and check_gpu.py."""
+every rank; shared by every worker (check_api.py, check_gpu.py, the Keras
+workers), so it needs no framework: rank and shutdown come from the core."""
 
 import sys
 import traceback
 
-import horovod.torch as hvd
+from tandem import _basics as hvd
 
 
 def run_checks(checks, skip=None):
