@@ -82,6 +82,8 @@ def _tf_grouped_allreduce(tensors, group_name, op, prescale, postscale, process_
 
     outputs = tf.numpy_function(reduce, list(tensors), [t.dtype for t in tensors],
                                 stateful=True, name="TandemGroupedAllreduce")
+    if not isinstance(outputs, (list, tuple)):  # eagerly, one output comes back bare
+        outputs = [outputs]
     for out, tensor in zip(outputs, tensors):
         out.set_shape(tensor.shape)
     return list(outputs)

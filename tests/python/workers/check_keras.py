@@ -339,7 +339,7 @@ def sparse_gradients():
                          % (sparse_as_dense, compiled), rtol=1e-6)
 
 
-@check(min_size=2)
+@check(min_size=3)
 def process_set():
     r, size = hvd.rank(), hvd.size()
     members = list(range(size - 1))
