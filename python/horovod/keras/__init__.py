@@ -5,13 +5,11 @@ own TF1-style session), beside ``horovod.tensorflow.keras`` for tf.keras.
 Keras 3 is one package whichever way it is imported (``tf.keras`` is
 ``keras`` from TF 2.16 on), so both names are the same module here, and it
 also runs under the torch backend (KERAS_BACKEND=torch) without TensorFlow.
-Importing it lets ``model.compile`` accept Keras 2's
-``experimental_run_tf_function`` (dropped). Differences: docs/keras.md.
+Importing it (as importing tandem.keras) lets ``model.compile`` accept
+Keras 2's ``experimental_run_tf_function`` (dropped). Differences:
+docs/keras.md.
 """
 
 from tandem.keras import *  # noqa: F401,F403
 from tandem.keras import __all__  # noqa: F401
-from tandem.keras import _compat as _compat
 from horovod.keras import callbacks  # noqa: F401 (hvd.callbacks.*)
-
-_compat.accept_keras2_compile_arguments()

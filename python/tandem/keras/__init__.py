@@ -18,7 +18,7 @@ if not str(getattr(_keras, "__version__", "0")).startswith("3."):
 
 import numpy as _np
 
-from tandem import _basics, _dtypes, _ops
+from tandem import _arrays, _basics, _dtypes, _ops
 from tandem import errors as _errors
 from tandem._basics import (  # noqa: F401
     rank, size, local_rank, local_size, cross_rank, cross_size, is_initialized,
@@ -33,13 +33,15 @@ from tandem.errors import TandemError  # noqa: F401
 from tandem.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set,
 )
-from tandem.keras import _host, callbacks  # noqa: F401
+from tandem.keras import _compat, callbacks  # noqa: F401
 from tandem.keras.compression import Compression  # noqa: F401
 from tandem.keras.optimizer import (  # noqa: F401
     DistributedOptimizer, PartialDistributedOptimizer,
 )
 from tandem.keras.saving import load_model  # noqa: F401
 from tandem import process_sets as _ps
+
+_compat.install()
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
@@ -81,7 +83,8 @@ def stop_timeline():
 
 # ------------------------------------------------ value-level collectives
 # Horovod's keras module offers these on "tensor-compatible values" and
-# returns the backend's tensors (eager); here they run on the host.
+# returns the backend's tensors (eager); here they run on the host
+# (tandem._arrays), whatever the backend.
 
 def _tensor(array):
     return _keras.ops.convert_to_tensor(array)
@@ -98,30 +101,29 @@ def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_fac
     signature; host values travel uncompressed."""
     del compression
     op = _ops.resolve_op(op, average, "allreduce")
-    if op not in _ops.OP_NAMES:
-        raise _ops.invalid("allreduce: unknown op %r" % (op,))
-    return _tensor(_host.allreduce(_numpy(value), _ops.auto_name(name, "keras.allreduce"), op,
-                                   float(prescale_factor), float(postscale_factor)))
+    return _tensor(_arrays.start_allreduce(_ops.auto_name(name, "keras.allreduce"),
+                                           _numpy(value), op, float(prescale_factor),
+                                           float(postscale_factor)).wait())
 
 
 def allgather(value, name=None):
     """Every rank's ``value`` concatenated along the first dimension."""
-    return _tensor(_host.allgather(_numpy(value), _ops.auto_name(name, "keras.allgather")))
+    return _tensor(_arrays.start_allgather(_ops.auto_name(name, "keras.allgather"),
+                                           _numpy(value)).wait())
 
 
 def broadcast(value, root_rank, name=None):
     """root_rank's ``value`` on every rank."""
-    return _tensor(_host.broadcast([_numpy(value)], root_rank,
-                                   _ops.auto_name(name, "keras.broadcast"))[0])
+    return _tensor(_arrays.start_broadcast(_ops.auto_name(name, "keras.broadcast"),
+                                           _numpy(value), root_rank).wait())
 
 
 def reducescatter(value, name=None, op=Average):
     """The reduction of ``value`` with each rank keeping its share of the first
     dimension (the first ranks one more row when it does not divide)."""
-    if op not in _ops.OP_NAMES:
-        raise _ops.invalid("reducescatter: unknown op %r" % (op,))
-    return _tensor(_host.reducescatter(_numpy(value),
-                                       _ops.auto_name(name, "keras.reducescatter"), op))
+    op = _ops.resolve_op(op, None, "reducescatter")
+    return _tensor(_arrays.start_reducescatter(_ops.auto_name(name, "keras.reducescatter"),
+                                               _numpy(value), op).wait())
 
 
 def broadcast_global_variables(root_rank):

@@ -6,8 +6,8 @@ backend's train step (a ``tf.function`` under TensorFlow unless
 operation of the backend itself, so this module hands the gradients to the
 backend's Tandem frontend:
 
-* ``tensorflow``: TensorFlow ops that call the engine from the graph
-  (``tf.numpy_function``), usable eagerly and inside ``tf.function``.
+* ``tensorflow``: ``tandem.tensorflow``'s grouped allreduce, a TensorFlow op
+  usable eagerly and inside ``tf.function`` (not under XLA: see _compat.py).
 * ``torch``: ``tandem.torch``'s grouped allreduce on the torch tensors
   themselves (CPU by pointer, CUDA through the engine's GPU path).
 
@@ -16,14 +16,13 @@ JAX's train step is a pure function (``stateless_apply``) with no place for a
 collective Tandem could run.
 
 Everything else in tandem.keras (callbacks, value-level collectives) runs
-eagerly on host values and goes through ``_host`` for every backend.
+eagerly on host values (NumPy) through the core's ``tandem._arrays``, the
+same for every backend.
 """
 
 import keras
 
-from tandem import _ops, errors
-from tandem import process_sets as _ps
-from tandem.keras import _host
+from tandem import errors
 
 SUPPORTED = ("tensorflow", "torch")
 
@@ -64,52 +63,22 @@ def grouped_allreduce(tensors, group_name, op, prescale, postscale, process_set)
         return []
     backend = check_supported("DistributedOptimizer")
     if backend == "tensorflow":
-        return _tf_grouped_allreduce(tensors, group_name, op, prescale, postscale,
-                                     process_set)
+        from tandem import tensorflow as tf_frontend
+        return tf_frontend.grouped_allreduce(list(tensors), op=op, prescale_factor=prescale,
+                                             postscale_factor=postscale,
+                                             process_set=process_set, name=group_name)
     from tandem.torch import mpi_ops
     return mpi_ops.grouped_allreduce(list(tensors), name=group_name, op=op,
                                      prescale_factor=prescale, postscale_factor=postscale,
                                      process_set=process_set)
 
 
-def _tf_grouped_allreduce(tensors, group_name, op, prescale, postscale, process_set):
-    import tensorflow as tf
-    set_id = _ps.ident(process_set, "DistributedOptimizer")
-
-    def reduce(*arrays):
-        return _host.grouped_allreduce(list(arrays), group_name, op, prescale, postscale,
-                                       set_id)
-
-    outputs = tf.numpy_function(reduce, list(tensors), [t.dtype for t in tensors],
-                                stateful=True, name="TandemGroupedAllreduce")
-    if not isinstance(outputs, (list, tuple)):  # eagerly, one output comes back bare
-        outputs = [outputs]
-    for out, tensor in zip(outputs, tensors):
-        out.set_shape(tensor.shape)
-    return list(outputs)
-
-
 def sparse_allreduce(grad, group_name, op, process_set):
     """Horovod's reduction of a sparse gradient (tf.IndexedSlices): every
     rank's values and indices gathered, values divided by the set size for
-    Average. The result stays sparse."""
-    import tensorflow as tf
-    set_id = _ps.ident(process_set, "DistributedOptimizer")
-
-    def gather(values, indices):
-        out_values = _host.allgather(values, group_name + ".values", set_id)
-        out_indices = _host.allgather(indices, group_name + ".indices", set_id)
-        if op == _ops.Average:
-            size = _host._collectives.process_set_size(set_id)
-            out_values = (out_values / size).astype(values.dtype, copy=False)
-        return out_values, out_indices
-
-    values, indices = tf.numpy_function(gather, [grad.values, grad.indices],
-                                        [grad.values.dtype, grad.indices.dtype],
-                                        stateful=True, name="TandemSparseAllreduce")
-    values.set_shape([None] + grad.values.shape[1:].as_list())
-    indices.set_shape([None])
-    return tf.IndexedSlices(values, indices, grad.dense_shape)
+    Average; the result stays sparse (tandem.tensorflow.allreduce)."""
+    from tandem import tensorflow as tf_frontend
+    return tf_frontend.allreduce(grad, op=op, process_set=process_set, name=group_name)
 
 
 def scale(grad, factor):

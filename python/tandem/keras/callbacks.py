@@ -1,7 +1,8 @@
 """Horovod's Keras callbacks on Keras 3, for every backend.
 
-They run eagerly between steps and work on host values (``_host``): variable
-values as NumPy arrays, metric logs as floats. Semantics are Horovod's
+They run eagerly between steps and work on host values through the core's
+``tandem._arrays``: variable values as NumPy arrays, metric logs as floats,
+the same code for every Keras backend. Semantics are Horovod's
 (horovod/_keras/callbacks.py), mapped onto Keras 3:
 
 * BroadcastGlobalVariablesCallback: the root's model variables (weights and
@@ -38,9 +39,8 @@ import numpy as np
 
 import keras
 
-from tandem import _basics, _collectives, _objects, _ops, errors
+from tandem import _arrays, _basics, _collectives, _objects, _ops, errors
 from tandem import process_sets as _ps
-from tandem.keras import _host
 
 # Per-process counters: every rank makes the same calls in the same order,
 # so names drawn from them agree across ranks.
@@ -74,7 +74,9 @@ def broadcast_variables(variables, root_rank, process_set=_ps.global_process_set
     set_id = _ps.ident(process_set, "broadcast_variables")
     values = [np.asarray(keras.ops.convert_to_numpy(v)) for v in variables]
     name = name or "keras.broadcast_variables.%d" % _next(_broadcast_calls)
-    results = _host.broadcast(values, root_rank, name, set_id)
+    results = _arrays.wait_all([_arrays.start_broadcast("%s.%d" % (name, i), value, root_rank,
+                                                        set_id)
+                                for i, value in enumerate(values)])
     if _collectives.process_set_rank(set_id) != root_rank:
         for var, value in zip(variables, results):
             var.assign(value)
@@ -152,8 +154,8 @@ def average_logs(logs, process_set=_ps.global_process_set):
         return logs
     values = np.array([float(np.asarray(keras.ops.convert_to_numpy(logs[k])))
                        for k in keys], dtype=np.float64)
-    mean = _host.allreduce(values, "keras.MetricAverageCallback.%d" % call, _ops.Average,
-                           process_set=set_id)
+    mean = _arrays.start_allreduce("keras.MetricAverageCallback.%d" % call, values,
+                                   _ops.Average, process_set=set_id).wait()
     for key, value in zip(keys, mean):
         logs[key] = float(value)
     return logs

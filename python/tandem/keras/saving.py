@@ -85,4 +85,9 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None and not is_distributed(optimizer):
         wrap_in_place(optimizer, compression)
+        if keras.backend.backend() == "tensorflow" and getattr(model, "_jit_compile", False):
+            # Saved from a run with XLA (a GPU and no DistributedOptimizer):
+            # Tandem's collective cannot be compiled by XLA (see _compat.py).
+            model.jit_compile = False
+            model.train_function = None
     return model

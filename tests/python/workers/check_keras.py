@@ -502,6 +502,30 @@ def compile_accepts_experimental_run_tf_function():
     model.fit(*rank_data(8), batch_size=8, epochs=1, verbose=0)
 
 
+@check()
+def jit_compile_auto_means_false_with_a_distributed_optimizer():
+    for distributed in (True, False):
+        model = small_model()
+        # What Keras's "auto" resolves to where a GPU is visible.
+        model._resolve_auto_jit_compile = lambda: True
+        opt = keras.optimizers.SGD(0.1)
+        model.compile(optimizer=hvd.DistributedOptimizer(opt) if distributed else opt,
+                      loss="mse")
+        if model.jit_compile == distributed:
+            raise AssertionError("distributed=%s: jit_compile %r after \"auto\""
+                                 % (distributed, model.jit_compile))
+    for jit in (True,):
+        model = small_model()
+        try:
+            model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.1)),
+                          loss="mse", jit_compile=jit)
+        except hvd.TandemError as exc:
+            if "jit_compile=False" not in str(exc):
+                raise AssertionError("message: %s" % exc)
+        else:
+            raise AssertionError("jit_compile=True was accepted with a DistributedOptimizer")
+
+
 @check(backends=("tensorflow",))
 def tensorflow_keras_is_the_same_api():
     import horovod.tensorflow.keras as tf_hvd

@@ -2,14 +2,12 @@
 
 Horovod's tf.keras module (TF <= 2.15, Keras 2) maps onto Keras 3 here; with
 TF >= 2.16 ``tf.keras`` *is* Keras 3, so this is the same module as
-``horovod.keras``. Importing it also lets ``model.compile`` accept Keras 2's
-``experimental_run_tf_function`` (dropped), as Horovod's examples pass it.
+``horovod.keras``. Importing it (as importing tandem.keras) lets ``model.compile`` accept
+Keras 2's ``experimental_run_tf_function`` (dropped), as Horovod's examples
+pass it.
 Differences from Horovod: docs/keras.md.
 """
 
 from tandem.keras import *  # noqa: F401,F403
 from tandem.keras import __all__  # noqa: F401
-from tandem.keras import _compat as _compat
 from horovod.tensorflow.keras import callbacks  # noqa: F401 (hvd.callbacks.*)
-
-_compat.accept_keras2_compile_arguments()
