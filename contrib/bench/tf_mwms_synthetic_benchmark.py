@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import timeit
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -36,7 +37,15 @@ def _slurm_hosts(size):
     for part in os.environ["SLURM_STEP_TASKS_PER_NODE"].split(","):
         m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part)
         counts += [int(m.group(1))] * int(m.group(2) or 1)
-    hosts = [node for node, count in zip(nodes, counts) for _ in range(count)]
+    # gRPC needs an address: a node's NodeAddr (its name when not set; the
+    # local cluster's node names resolve nowhere).
+    addrs = {}
+    for node in set(nodes):
+        info = subprocess.run(["scontrol", "-o", "show", "node", node], capture_output=True,
+                              text=True, check=True).stdout
+        m = re.search(r"\bNodeAddr=(\S+)", info)
+        addrs[node] = m.group(1) if m else node
+    hosts = [addrs[node] for node, count in zip(nodes, counts) for _ in range(count)]
     if len(hosts) != size:
         raise SystemExit("tf_mwms: %d tasks in SLURM_STEP_TASKS_PER_NODE, %d in the step"
                          % (len(hosts), size))
@@ -70,8 +79,18 @@ def main():
     p.add_argument("--num-iters", type=int, default=5)
     p.add_argument("--threads", type=int, default=1, help="TensorFlow threads per rank")
     p.add_argument("--port", type=int, default=int(os.environ.get("TF_MWMS_PORT", "23456")))
+    p.add_argument("--setup-timeout", type=int, default=300,
+                   help="seconds to connect and run the first step")
     args = p.parse_args()
     rank = tf_config(args.port)
+    # MultiWorkerMirroredStrategy waits for every worker without a deadline:
+    # give up, saying so, when the first step has not run in time.
+    watchdog = threading.Timer(args.setup_timeout, lambda: (
+        print("tf_mwms: rank %d: workers not connected after %ds (TF_CONFIG=%s)"
+              % (rank, args.setup_timeout, os.environ["TF_CONFIG"]), file=sys.stderr,
+              flush=True), os._exit(3)))
+    watchdog.daemon = True
+    watchdog.start()
 
     import numpy as np
     import tensorflow as tf
@@ -110,6 +129,8 @@ def main():
 
     log("Model: %s, batch size %d per rank, %d workers (MultiWorkerMirroredStrategy, RING), "
         "%d thread(s) per rank" % (args.model, args.batch_size, workers, args.threads))
+    train_step()
+    watchdog.cancel()
     timeit.timeit(train_step, number=args.num_warmup_batches)
     rates = []
     for i in range(args.num_iters):

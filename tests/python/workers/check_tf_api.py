@@ -637,6 +637,26 @@ def distributed_gradient_tape_local_sources_and_sets():
 
 
 @check
+def tf1_graph_and_session():
+    # TF1 style: a tf.Graph run by a Session (no tf.function): the ops work
+    # there too, and broadcast_global_variables is meaningful only there.
+    size, rank = hvd.size(), hvd.rank()
+    _expect_error(RuntimeError, lambda: hvd.broadcast_global_variables(0),
+                  "broadcast_global_variables eagerly", contains=("eager",))
+    with tf.Graph().as_default():
+        v = tf.compat.v1.Variable(tf.fill([3], float(rank + 1)))
+        summed = hvd.allreduce(tf.fill([2], float(rank)), op=hvd.Sum)
+        bcast = hvd.broadcast_global_variables(size - 1)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            got = session.run(summed)
+            session.run(bcast)
+            value = session.run(v)
+    assert got.tolist() == [float(sum(range(size)))] * 2, got
+    assert value.tolist() == [float(size)] * 3, value
+
+
+@check
 def legacy_distributed_optimizer():
     size, rank = hvd.size(), hvd.rank()
     v = tf.Variable([1.0, 2.0])
