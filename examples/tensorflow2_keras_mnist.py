@@ -5,7 +5,8 @@ Written as a Horovod user writes it for TensorFlow 2: `import
 horovod.tensorflow.keras as hvd`, GPU pinning by local rank, a tf.data input
 pipeline sharded by rank, DistributedOptimizer, model.compile (Horovod's
 `experimental_run_tf_function=False` included), BroadcastGlobalVariables,
-MetricAverage and LearningRateWarmup callbacks, checkpoints on rank 0 only.
+MetricAverage and LearningRateWarmup callbacks, a metric-driven Keras
+callback after them, checkpoints on rank 0 only.
 It runs on TensorFlow 2.21 with Keras 3 (Horovod itself stops at TF 2.15).
 
 The data are synthetic MNIST-shaped images generated here (no download):
@@ -172,7 +173,12 @@ def main():
         # the first epochs. See https://arxiv.org/abs/1706.02677 for details.
         callbacks.append(hvd.callbacks.LearningRateWarmupCallback(
             initial_lr=scaled_lr, warmup_epochs=args.warmup_epochs, verbose=1))
-    callbacks += [PrintLoss(), Throughput(args.batch_size)]
+    callbacks += [
+        # Reduce the learning rate if training plateaus: after
+        # MetricAverageCallback, so every rank sees the same (averaged) loss
+        # and changes its learning rate at the same epoch.
+        tf.keras.callbacks.ReduceLROnPlateau(monitor="loss", patience=10, verbose=0),
+        PrintLoss(), Throughput(args.batch_size)]
 
     # Horovod: save checkpoints only on worker 0 to prevent other workers from corrupting them.
     if hvd.rank() == 0 and args.checkpoint:

@@ -5,9 +5,10 @@ training, and the torch backend.
 
 Interpreters: the e2e conftest's ``tf_python`` (every ``--python``
 interpreter with TensorFlow) parametrizes these tests where it exists; until
-then the fixture below gives the TF venv of contrib/install-python-envs.sh.
-The torch-backend test needs an interpreter with torch and Keras 3 (the
-torch 2.x venv).
+then the fixture below gives TANDEM_E2E_TF_PYTHON (default: the TF venv of
+contrib/install-python-envs.sh), as tests/e2e/test_tensorflow.py does. The
+torch-backend test needs an interpreter with torch and Keras 3: the torch 2.x
+venv under TANDEM_DEPS.
 """
 
 import os
@@ -41,10 +42,11 @@ def _checks(backend, size=4):
 @pytest.fixture
 def tf_python():
     """Replaced by the conftest's parametrization where it lists interpreters."""
-    path = DEPS / "tf" / "bin" / "python"
-    if not path.exists():
-        pytest.skip("no TensorFlow venv at %s (contrib/install-python-envs.sh)" % path)
-    return str(path)
+    path = os.environ.get("TANDEM_E2E_TF_PYTHON", str(DEPS / "tf" / "bin" / "python"))
+    if not os.access(path, os.X_OK):
+        pytest.skip("TANDEM_E2E_TF_PYTHON=%s is not an interpreter "
+                    "(contrib/install-python-envs.sh makes it)" % path)
+    return path
 
 
 @pytest.fixture
