@@ -7,7 +7,8 @@ the same code for every Keras backend. Semantics are Horovod's
 
 * BroadcastGlobalVariablesCallback: the root's model variables (weights and
   non-trainable state) and optimizer variables (slots, iterations, learning
-  rate) overwrite every other rank's. Keras 3 builds the model and optimizer
+  rate) overwrite every other rank's; random generators' states (Dropout's
+  SeedGenerator) are left alone, so each rank keeps its own random stream. Keras 3 builds the model and optimizer
   before ``on_train_begin``, so the broadcast happens there and the first step
   already starts from the root's state; Horovod (Keras 2, where optimizer
   slots appeared at the first update) broadcast at the end of the first
@@ -53,10 +54,19 @@ def _next(counter):
     return counter[0]
 
 
+def _is_rng_state(var):
+    # keras.random.SeedGenerator's state (Dropout, random augmentation
+    # layers): each rank keeps its own random stream, as each Horovod process
+    # had under Keras 2, where these streams were not variables at all.
+    return getattr(var, "name", "") == "seed_generator_state"
+
+
 def _variables_of(model, exclude_keys=()):
     """The model's and its optimizer's variables, in a deterministic order
-    (Keras's own: layer order, then optimizer creation order)."""
-    variables = [v for v in model.variables if _key(v) not in exclude_keys]
+    (Keras's own: layer order, then optimizer creation order), without the
+    random generators' states."""
+    variables = [v for v in model.variables
+                 if _key(v) not in exclude_keys and not _is_rng_state(v)]
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None:
         variables += list(optimizer.variables)
@@ -188,6 +198,7 @@ def _momentum_buffers(optimizer):
     """The optimizer variables whose update carries the learning rate as a
     factor (scaling them by r is the step with momentum * r), or None when
     the optimizer has no such buffers Tandem knows of."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # LossScaleOptimizer
     momentum = getattr(optimizer, "momentum", None)
     if not momentum:
         return None

@@ -572,6 +572,26 @@ def broadcast_callback_makes_weights_and_optimizer_state_equal():
 
 
 @check()
+def broadcast_callback_leaves_random_streams_alone():
+    keras.utils.set_random_seed(30 + hvd.rank())
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4),
+                              keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+    model.fit(*rank_data(16), batch_size=8, epochs=1, verbose=0,
+              callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])
+    states = [v for v in model.variables if v.name == "seed_generator_state"]
+    weights = [v for v in model.variables if v.name != "seed_generator_state"]
+    if len(states) != 1:
+        raise AssertionError("expected one seed generator state, got %s"
+                             % [v.path for v in model.variables])
+    expect_same_on_every_rank(weights, "weights")
+    mine = numpy(states[0])
+    others = [s for k, s in enumerate(everyone(mine)) if k != hvd.rank()]
+    if any(np.array_equal(mine, s) for s in others):
+        raise AssertionError("the dropout seed state was broadcast: ranks share one stream")
+
+
+@check()
 def broadcast_callback_unbuilt_model_after_first_batch():
     keras.utils.set_random_seed(11 + hvd.rank())
     model = small_model(built=False)
