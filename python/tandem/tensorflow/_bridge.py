@@ -10,9 +10,9 @@ arrays (tandem._arrays starts the engine operations and waits for them).
   inputs as numpy arrays over the tensors' own memory and adopts the
   returned 64-byte aligned arrays as the outputs: no copy either way. Inside
   ``tf.function`` stateful ops run in program order (automatic control
-  dependencies), so every rank runs its collectives in the order the code
-  calls them and no inter-op thread is ever blocked on a collective that
-  another rank has not reached.
+  dependencies), so every rank starts its collectives in the order the code
+  calls them, one at a time: a thread waiting in one never holds back the
+  collective another rank is waiting in.
 * Eagerly, the same ``run`` is called right away on DLPack views of the
   tensors, and the results are wrapped as tensors through DLPack: no copy
   either way (an eager ``tf.numpy_function`` would copy both).
@@ -253,7 +253,8 @@ def call(what, run, inputs, out_dtypes, out_shapes):
         results = run(list(arrays))
         return [np.asarray(r, dtype=d.as_numpy_dtype) if r.dtype != d.as_numpy_dtype else r
                 for r, d in zip(results, out_dtypes)]
-    with tf.name_scope("Tandem" + what.title().replace("_", "")):
+    scope = "Tandem" + "".join(part[:1].upper() + part[1:] for part in what.split("_"))
+    with tf.name_scope(scope):
         outs = tf.numpy_function(body, list(inputs), list(out_dtypes), stateful=True)
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     for out, shape in zip(outs, out_shapes):

@@ -28,15 +28,28 @@ from tandem.process_sets import (  # noqa: F401
 )
 from tandem.tensorflow import _bridge
 
+try:  # whether any tape is recording (internal, guarded: only a shortcut)
+    from tensorflow.python.eager import record as _record
+except ImportError:  # pragma: no cover
+    _record = None
+
 
 def _differentiable(tensors):
     return any(t.dtype.is_floating or t.dtype.is_complex for t in tensors)
 
 
+def _no_tape_records():
+    """Eagerly, whether no GradientTape (or forward accumulator) is active, so
+    that tf.custom_gradient's bookkeeping (about 50 us a call) can be skipped."""
+    if _record is None or not tf.executing_eagerly():
+        return False
+    return not _record.could_possibly_record()
+
+
 def _with_gradient(forward, backward, tensors):
     """forward(*tensors) -> tensor or list; backward(*upstream) -> gradient(s)
     of the inputs. Integer and bool tensors get no gradient (as in TF)."""
-    if not _differentiable(tensors):
+    if not _differentiable(tensors) or _no_tape_records():
         return forward(*tensors)
 
     @tf.custom_gradient
