@@ -17,6 +17,15 @@ other optimizer, except that the Keras 2 argument below is accepted:
   means torch.compile of the train step, which was seen to train each rank
   on its own gradients (the reduction did not reach the update): refused
   the same way.
+* mixed precision: under the ``mixed_float16`` policy Keras wraps the
+  optimizer in a LossScaleOptimizer, which skips a step when the gradients
+  are not finite, each rank on its own gradients; a rank that skips would
+  leave the others waiting in the reduction (or pair its next step with
+  their current one). A DistributedOptimizer is instead rebuilt around the
+  LossScaleOptimizer (optimizer.loss_scaled), so the check runs on the
+  reduced gradients, the same on every rank; a user's
+  ``LossScaleOptimizer(DistributedOptimizer(...))`` is turned around the
+  same way.
 * ``experimental_run_tf_function``: Horovod's TF2 Keras examples pass
   ``experimental_run_tf_function=False`` (TF 2.0/2.1 needed it);
   tf.keras 2.2-2.15 accepted and ignored it; Keras 3's compile raises
@@ -59,7 +68,19 @@ def install():
             kwargs.pop(key, None)
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        if _distributed(bound.arguments["optimizer"]):
+        optimizer = bound.arguments["optimizer"]
+        if _distributed(optimizer):
+            from tandem.keras.optimizer import is_distributed, loss_scaled
+            scale_class = keras.optimizers.LossScaleOptimizer
+            if isinstance(optimizer, scale_class) and not is_distributed(optimizer):
+                # LossScaleOptimizer(DistributedOptimizer(...)), the order that
+                # checks each rank's own gradients: turned around.
+                bound.arguments["optimizer"] = loss_scaled(
+                    optimizer.inner_optimizer, optimizer.initial_scale,
+                    optimizer.dynamic_growth_steps)
+            elif (not isinstance(optimizer, scale_class) and bound.arguments["auto_scale_loss"]
+                    and self.dtype_policy.name == "mixed_float16"):
+                bound.arguments["optimizer"] = loss_scaled(optimizer)
             jit = bound.arguments["jit_compile"]
             if jit == "auto":
                 bound.arguments["jit_compile"] = False

@@ -368,6 +368,23 @@ def is_distributed(optimizer):
     return isinstance(optimizer, _DistributedMixin)
 
 
+def loss_scaled(optimizer, initial_scale=2.0 ** 15, dynamic_growth_steps=2000):
+    """For mixed_float16: the distributed optimizer rebuilt around a
+    LossScaleOptimizer of a plain copy of what it wraps, with the same
+    settings. Keras would otherwise wrap the distributed optimizer in a
+    LossScaleOptimizer, which skips the step of a rank whose own gradients
+    are not finite, before that rank joins the reduction the others wait in.
+    In this order the finiteness check runs on the reduced gradients, which
+    are the same on every rank, so all ranks skip or apply together."""
+    base = type(optimizer).__bases__[1]
+    plain = base.from_config(optimizer.get_config())
+    cls = _distributed_class(keras.optimizers.LossScaleOptimizer, optimizer._tandem)
+    wrapped = cls(plain, initial_scale=initial_scale,
+                  dynamic_growth_steps=dynamic_growth_steps)
+    wrapped._tandem_state.local_keys = set(optimizer._tandem_state.local_keys)
+    return wrapped
+
+
 def wrap_in_place(optimizer, compression=Compression.none):
     """Makes an existing optimizer (e.g. the one keras.models.load_model
     restored, variables and all) distributed, keeping its state: its class

@@ -526,6 +526,41 @@ def jit_compile_auto_means_false_with_a_distributed_optimizer():
             raise AssertionError("jit_compile=True was accepted with a DistributedOptimizer")
 
 
+@check()
+def mixed_precision_skips_or_applies_on_every_rank_together():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        for users_order in (False, True):
+            keras.utils.set_random_seed(4)
+            model = small_model()
+            opt = hvd.DistributedOptimizer(keras.optimizers.SGD(0.01))
+            if users_order:  # the order that would check each rank's own gradients
+                opt = keras.optimizers.LossScaleOptimizer(opt)
+            model.compile(optimizer=opt, loss="mse")
+            opt = model.optimizer
+            if not isinstance(opt, keras.optimizers.LossScaleOptimizer) or \
+                    not hasattr(opt, "_tandem") or hasattr(opt.inner_optimizer, "_tandem"):
+                raise AssertionError("optimizer %s around %s" % (
+                    type(opt).__mro__[:3], type(getattr(opt, "inner_optimizer", None))))
+            x, y = rank_data(32)
+            if hvd.rank() == hvd.size() - 1:
+                x[8:16] = np.inf  # this rank's second step has non-finite gradients
+            before = float(opt.initial_scale)  # dynamic_scale exists once built
+            model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+            # Every rank skipped the second step (halving its loss scale; fp16
+            # overflow may halve it more), all alike: no rank was left waiting.
+            if float(numpy(opt.dynamic_scale)) > before / 2:
+                raise AssertionError("loss scale %s, started at %s: no step was skipped"
+                                     % (numpy(opt.dynamic_scale), before))
+            expect_same_on_every_rank(
+                [opt.dynamic_scale, opt.step_counter] + model.weights,
+                "users_order=%s: loss scale, its counter and the weights" % users_order)
+            if not all(np.all(np.isfinite(numpy(w))) for w in model.weights):
+                raise AssertionError("non-finite weights")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 @check(backends=("tensorflow",))
 def tensorflow_keras_is_the_same_api():
     import horovod.tensorflow.keras as tf_hvd
