@@ -8,7 +8,7 @@
 #   contrib/install-python-envs.sh --print-pythons  # the e2e tests' --python NAME=PATH options
 #
 # Layout under $TANDEM_DEPS:
-#   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest
+#   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest, keras==3.15.1 (torch backend)
 #   tf/       venv: tensorflow-cpu==2.21.0, keras==3.15.1, pytest
 #   nccl/include/nccl.h   from the nvidia-nccl-cu13 wheel, used only when the
 #                         CUDA toolkit under /usr/local/cuda has no nccl.h
@@ -69,8 +69,10 @@ fi
 
 mkdir -p "$deps"
 
-make_venv torch2 'import torch, numpy, pytest; assert torch.__version__.startswith("2.13.0")' \
-  torch==2.13.0 numpy pytest
+# keras in torch2: Keras 3 on its torch backend (KERAS_BACKEND=torch), served
+# by tandem.keras too (docs/keras.md).
+make_venv torch2 'import os; os.environ["KERAS_BACKEND"] = "torch"; import torch, numpy, pytest, keras; assert torch.__version__.startswith("2.13.0") and keras.__version__ == "3.15.1"' \
+  torch==2.13.0 numpy pytest keras==3.15.1
 make_venv tf 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "2.21.0" and keras.__version__ == "3.15.1"' \
   tensorflow-cpu==2.21.0 keras==3.15.1 pytest
 
