@@ -4,11 +4,9 @@ tests/python/workers/check_keras.py on every rank, the Horovod-style example
 training, and the torch backend.
 
 Interpreters: the e2e conftest's ``tf_python`` (every ``--python``
-interpreter with TensorFlow) parametrizes these tests where it exists; until
-then the fixture below gives TANDEM_E2E_TF_PYTHON (default: the TF venv of
-contrib/install-python-envs.sh), as tests/e2e/test_tensorflow.py does. The
-torch-backend test needs an interpreter with torch and Keras 3: the torch 2.x
-venv under TANDEM_DEPS.
+interpreter with TensorFlow) parametrizes these tests. The torch-backend test
+needs an interpreter with torch and Keras 3: the torch 2.x venv under
+TANDEM_DEPS.
 """
 
 import os
@@ -37,16 +35,6 @@ def _checks(backend, size=4):
             continue
         out.append(name)
     return out
-
-
-@pytest.fixture
-def tf_python():
-    """Replaced by the conftest's parametrization where it lists interpreters."""
-    path = os.environ.get("TANDEM_E2E_TF_PYTHON", str(DEPS / "tf" / "bin" / "python"))
-    if not os.access(path, os.X_OK):
-        pytest.skip("TANDEM_E2E_TF_PYTHON=%s is not an interpreter "
-                    "(contrib/install-python-envs.sh makes it)" % path)
-    return path
 
 
 @pytest.fixture
