@@ -66,6 +66,7 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
   o.shm_arena_bytes = shm_arena_bytes_from_environment();
   o.shm_spin_us = shm_spin_us_from_environment();
+  o.shm_stats = shm_stats_from_environment();
   return o;
 }
 
@@ -78,6 +79,7 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
   so.chunk_bytes = options.shm_chunk_bytes;
   so.arena_bytes = options.shm_arena_bytes;
   so.spin_us = options.shm_spin_us;
+  so.stats = options.shm_stats;
   shm_ = std::make_unique<ShmGroup>(*bootstrap_, so);
   if (id_.cross_size > 1) {
     if (!connect_)

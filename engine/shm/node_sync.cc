@@ -144,8 +144,17 @@ void NodeSync::check_peers(const char* what, uint64_t target) {
 
 void NodeSync::wait(const char* what) {
   const uint64_t target = epoch_;
-  if (all_arrived(target)) return;
+  ++stats_.waits;
+  if (all_arrived(target)) {
+    ++stats_.ready;
+    return;
+  }
   const auto start = Clock::now();
+  struct Account {
+    WaitStats& s;
+    Clock::time_point t0;
+    ~Account() { s.wait_ns += static_cast<uint64_t>((Clock::now() - t0).count()); }
+  } account{stats_, start};
   const auto deadline = start + timeout_;
   // Spin with the pause instruction for at most 1 us, then keep polling but
   // give the CPU away (sched_yield) between polls until spin_us, then sleep
@@ -162,7 +171,10 @@ void NodeSync::wait(const char* what) {
   const auto yield_end = start + std::chrono::microseconds(spin_us_);
   if (!oversubscribed_) {
     for (int i = 1;; ++i) {
-      if (all_arrived(target)) return;
+      if (all_arrived(target)) {
+        ++stats_.spun;
+        return;
+      }
       if ((i & 15) == 0 && Clock::now() >= spin_end) break;
       cpu_relax();
     }
@@ -170,10 +182,15 @@ void NodeSync::wait(const char* what) {
   // Every poll of this phase yields: a pause loop here would keep a peer
   // that waits for our CPU off it.
   for (;;) {
-    if (all_arrived(target)) return;
+    if (all_arrived(target)) {
+      ++stats_.yielded;
+      return;
+    }
     if (Clock::now() >= yield_end) break;
     sched_yield();
+    ++stats_.yields;
   }
+  ++stats_.slept;
   auto next_check = Clock::now();
   for (;;) {
     check_aborted();
@@ -196,6 +213,7 @@ void NodeSync::wait(const char* what) {
       return;
     }
     const auto slice = std::min<Clock::duration>(kLivenessSlice, deadline - now);
+    ++stats_.sleeps;
     if (control_->abort_state.load() == 0)
       futex_wait(&control_->wake, w, std::chrono::duration_cast<std::chrono::nanoseconds>(slice));
     control_->sleepers.fetch_sub(1, std::memory_order_seq_cst);

@@ -15,6 +15,20 @@
 
 namespace tandem {
 
+// What this rank's waits cost, counted always (plain increments) and
+// printed at exit with TANDEM_SHM_STATS=1 (docs/engine.md "Where the time
+// goes"): how each wait ended, how often it yielded and slept.
+struct WaitStats {
+  uint64_t waits = 0;       // wait() calls
+  uint64_t ready = 0;       // ...that found every rank arrived on entry
+  uint64_t spun = 0;        // ...that ended in the pause spin
+  uint64_t yielded = 0;     // ...that ended in the yield phase
+  uint64_t slept = 0;       // ...that went to the futex at least once
+  uint64_t yields = 0;      // sched_yield calls
+  uint64_t sleeps = 0;      // futex_wait calls
+  uint64_t wait_ns = 0;     // time inside wait() when not ready on entry
+};
+
 class NodeSync {
  public:
   // world_ranks[i] is the world rank of local rank i (for messages).
@@ -42,6 +56,8 @@ class NodeSync {
   void check_aborted() const;
   bool aborted() const { return control_->abort_state.load() == 2; }
 
+  const WaitStats& stats() const { return stats_; }
+
  private:
   bool all_arrived(uint64_t target) const;
   std::string missing(uint64_t target) const;
@@ -57,6 +73,7 @@ class NodeSync {
   bool oversubscribed_;
   uint64_t epoch_ = 0;
   std::vector<int> pidfds_;  // -1 for this process (threads) or when unavailable
+  WaitStats stats_;
 };
 
 }  // namespace tandem

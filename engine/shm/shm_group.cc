@@ -1,8 +1,11 @@
 #include "shm/shm_group.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <sys/resource.h>
 
 #include "common/errors.h"
 #include "shm/stream_copy.h"
@@ -99,6 +102,7 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
                            std::to_string(n_) + " local ranks");
   }
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
+  stats_ = options.stats;
   doorbell_ = std::make_unique<Doorbell>(control(), me_, n_);
   // Once everyone has mapped the segment nobody needs the name: unlink now so
   // that a crash from here on leaves nothing in /dev/shm.
@@ -108,7 +112,63 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   free_[0] = arena_;
 }
 
-ShmGroup::~ShmGroup() = default;
+ShmGroup::~ShmGroup() {
+  if (!stats_ || !sync_) return;
+  for (const OpStats& o : op_stats_) {
+    if (o.ops == 0) continue;
+    const WaitStats& w = o.waits;
+    const double ops = static_cast<double>(o.ops);
+    const double waits = static_cast<double>(std::max<uint64_t>(w.waits, 1));
+    std::fprintf(stderr,
+                 "tandem shm stats: local rank %d/%d: %8.0f B x %" PRIu64 ": %.1f us each; per call "
+                 "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
+                 "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
+                 "%.1f us waiting\n",
+                 me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3, o.nvcsw / ops, o.nivcsw / ops,
+                 w.waits / ops, 100.0 * w.ready / waits, 100.0 * w.spun / waits,
+                 100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops, w.sleeps / ops,
+                 w.wait_ns / ops / 1e3);
+  }
+}
+
+// Counts one collective for TANDEM_SHM_STATS (nothing when off).
+class ShmGroup::OpTimer {
+ public:
+  OpTimer(ShmGroup& g, size_t bytes) : g_(g), bytes_(bytes) {
+    if (!g_.stats_) return;
+    w0_ = g_.sync_->stats();
+    getrusage(RUSAGE_THREAD, &ru_);
+    t0_ = std::chrono::steady_clock::now();
+  }
+  ~OpTimer() {
+    if (!g_.stats_) return;
+    const auto t1 = std::chrono::steady_clock::now();
+    struct rusage now {};
+    getrusage(RUSAGE_THREAD, &now);
+    OpStats& o = g_.op_stats_[bytes_ ? 63 - __builtin_clzll(bytes_) : 0];
+    ++o.ops;
+    o.bytes += bytes_;
+    o.ns += static_cast<uint64_t>((t1 - t0_).count());
+    o.nvcsw += now.ru_nvcsw - ru_.ru_nvcsw;
+    o.nivcsw += now.ru_nivcsw - ru_.ru_nivcsw;
+    const WaitStats& w = g_.sync_->stats();
+    o.waits.waits += w.waits - w0_.waits;
+    o.waits.ready += w.ready - w0_.ready;
+    o.waits.spun += w.spun - w0_.spun;
+    o.waits.yielded += w.yielded - w0_.yielded;
+    o.waits.slept += w.slept - w0_.slept;
+    o.waits.yields += w.yields - w0_.yields;
+    o.waits.sleeps += w.sleeps - w0_.sleeps;
+    o.waits.wait_ns += w.wait_ns - w0_.wait_ns;
+  }
+
+ private:
+  ShmGroup& g_;
+  size_t bytes_;
+  WaitStats w0_;
+  struct rusage ru_ {};
+  std::chrono::steady_clock::time_point t0_;
+};
 
 char* ShmGroup::staging(int rank, int parity) const {
   return seg_.base() + control_bytes_ + (static_cast<size_t>(rank) * 2 + parity) * chunk_;
@@ -192,6 +252,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
                          const InputSource* source) {
   const size_t es = dtype_size(r.dtype);
   if (count == 0) return;
+  OpTimer timer(*this, count * es);
   if (source && send != recv) throw InvalidArgument("allreduce: an input source needs send == recv");
   if (source && !hook && count * es <= kSmallBytes) {
     copy_from_source(*source, 0, static_cast<char*>(recv), count * es);

@@ -38,6 +38,7 @@ struct ShmOptions {
   size_t chunk_bytes = size_t{256} << 10;
   size_t arena_bytes = size_t{64} << 20;
   int spin_us = 50;
+  bool stats = false;  // TANDEM_SHM_STATS
 };
 
 class ShmGroup {
@@ -126,6 +127,18 @@ class ShmGroup {
   std::unique_ptr<NodeSync> sync_;
   std::unique_ptr<Doorbell> doorbell_;
   uint64_t step_ = 0;
+
+  // TANDEM_SHM_STATS: node-local collectives, their time and the context
+  // switches of the calling thread during them (getrusage per call).
+  // Kept per power-of-two size class of the collective.
+  struct OpStats {
+    uint64_t ops = 0, ns = 0, bytes = 0;
+    int64_t nvcsw = 0, nivcsw = 0;
+    WaitStats waits;
+  };
+  class OpTimer;
+  bool stats_ = false;
+  OpStats op_stats_[64];
 
   std::mutex alloc_mu_;
   std::map<size_t, size_t> free_;  // arena offset -> bytes

@@ -26,4 +26,11 @@ size_t shm_arena_bytes_from_environment();
 constexpr const char* kShmSpinVariable = "TANDEM_SHM_SPIN_US";
 int shm_spin_us_from_environment();
 
+// TANDEM_SHM_STATS (default 0): 1 prints, when the group ends, one line per
+// local rank to stderr: node-local collectives, their mean time, context
+// switches and how their waits ended (spun, yielded, slept). For finding
+// where the time goes (docs/engine.md); the counters cost nothing when off.
+constexpr const char* kShmStatsVariable = "TANDEM_SHM_STATS";
+bool shm_stats_from_environment();
+
 }  // namespace tandem
