@@ -67,6 +67,7 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   o.shm_arena_bytes = shm_arena_bytes_from_environment();
   o.shm_spin_us = shm_spin_us_from_environment();
   o.shm_stats = shm_stats_from_environment();
+  o.shm_cma = shm_cma_from_environment();
   return o;
 }
 
@@ -80,6 +81,8 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
   so.arena_bytes = options.shm_arena_bytes;
   so.spin_us = options.shm_spin_us;
   so.stats = options.shm_stats;
+  so.cma = options.shm_cma;
+  so.allreduce_path = static_cast<ShmAllreducePath>(options.shm_allreduce_path);
   shm_ = std::make_unique<ShmGroup>(*bootstrap_, so);
   if (id_.cross_size > 1) {
     if (!connect_)
@@ -392,5 +395,6 @@ Doorbell& Communicator::doorbell() { return shm_->doorbell(); }
 void* Communicator::allocate_shared(size_t bytes) { return shm_->allocate(bytes); }
 void Communicator::free_shared(void* p) { shm_->free(p); }
 bool Communicator::is_shared(const void* p, size_t bytes) const { return shm_->in_arena(p, bytes); }
+bool Communicator::shm_single_copy() const { return shm_->single_copy(); }
 
 }  // namespace tandem

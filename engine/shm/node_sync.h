@@ -27,6 +27,7 @@ struct WaitStats {
   uint64_t yields = 0;      // sched_yield calls
   uint64_t sleeps = 0;      // futex_wait calls
   uint64_t wait_ns = 0;     // time inside wait() when not ready on entry
+  uint64_t wait_cpu_ns = 0; // ...of it on a CPU (spinning, yielding), when measured
 };
 
 class NodeSync {
@@ -57,11 +58,19 @@ class NodeSync {
   bool aborted() const { return control_->abort_state.load() == 2; }
 
   const WaitStats& stats() const { return stats_; }
+  // Also measure the CPU time waits take (a system call per wait).
+  void measure_wait_cpu(bool on) { measure_cpu_ = on; }
+
+  // Fails (PeerLostError naming it, recorded for every local rank) if a
+  // peer process has died. One poll() over the peers' pidfds.
+  void check_alive(const char* what);
+  int world_rank(int local_rank) const { return world_ranks_.at(local_rank); }
 
  private:
   bool all_arrived(uint64_t target) const;
   std::string missing(uint64_t target) const;
   void check_peers(const char* what, uint64_t target);
+  [[noreturn]] void peer_died(const char* what, int r);
   void wake_all();
 
   ControlBlock* control_;
@@ -74,6 +83,7 @@ class NodeSync {
   uint64_t epoch_ = 0;
   std::vector<int> pidfds_;  // -1 for this process (threads) or when unavailable
   WaitStats stats_;
+  bool measure_cpu_ = false;
 };
 
 }  // namespace tandem
