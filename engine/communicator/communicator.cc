@@ -128,6 +128,7 @@ void Communicator::poison(const std::exception_ptr& e) {
   {
     std::lock_guard<std::mutex> lock(poison_mu_);
     if (!failed_) failed_ = e;
+    poisoned_.store(true, std::memory_order_release);
   }
   shm_->abort(kind, msg);
   if (cross_) cross_->abort(msg);
@@ -136,9 +137,9 @@ void Communicator::poison(const std::exception_ptr& e) {
 
 template <typename F>
 void Communicator::run(F&& body) {
-  {
+  if (poisoned_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(poison_mu_);
-    if (failed_) std::rethrow_exception(failed_);
+    std::rethrow_exception(failed_);
   }
   try {
     body();

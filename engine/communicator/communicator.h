@@ -20,6 +20,7 @@
 // waits for this rank.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -149,6 +150,7 @@ class Communicator {
   std::unique_ptr<Transport> world_;  // every rank, on first use
   std::mutex poison_mu_;
   std::exception_ptr failed_;
+  std::atomic<bool> poisoned_{false};  // failed_ is set: every call checks this, not the mutex
 };
 
 }  // namespace tandem

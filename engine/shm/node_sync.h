@@ -42,6 +42,11 @@ class NodeSync {
   // Call once every local rank has written its pid (after the setup barrier).
   void watch_peers();
 
+  // Where this rank puts up to kInlineBytes that peers read right after the
+  // next barrier (its arrival carries them), and where peer r's are then.
+  unsigned char* inline_out() { return control_->ranks[me_].inline_data[(epoch_ + 1) & 1]; }
+  const unsigned char* inline_in(int r) const { return control_->ranks[r].inline_data[epoch_ & 1]; }
+
   void arrive();
   // Waits until every local rank arrived as often as this one. `what` names
   // the operation in errors. Throws PeerLostError, TimeoutError, AbortedError.

@@ -587,6 +587,16 @@ void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
 void ShmGroup::allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
                                const ResultSink* sink) {
   const size_t es = dtype_size(r.dtype);
+  if (count * es <= kInlineBytes) {
+    // In the barrier counter's own cache line: one miss per peer, not two.
+    std::memcpy(sync_->inline_out(), send, count * es);
+    sync_->barrier("allreduce (shared memory)");
+    const void* in[kMaxLocalRanks];
+    for (int j = 0; j < n_; ++j) in[j] = sync_->inline_in(j);
+    reduce(recv, in, n_, count, r);
+    if (sink) (*sink)(0, recv, count * es);
+    return;
+  }
   const int b = next_parity();
   std::memcpy(staging(me_, b), send, count * es);
   sync_->barrier("allreduce (shared memory)");

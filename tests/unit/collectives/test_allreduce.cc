@@ -375,6 +375,34 @@ TEST(Allreduce, DirectPathBitwiseEqualsStaged) {
   }
 }
 
+// Inputs of up to 24 bytes travel in the line of the barrier counter, by
+// parity: back-to-back calls whose inputs change every time, so a reader
+// that took a slot of the wrong parity (the call before or after) would see
+// another iteration's values; mixed with larger calls and barriers in
+// between, which move the parity.
+TEST(Allreduce, InlineSmallInputsBackToBack) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    run_world(n, {}, [](Communicator& c) {
+      const int me = c.identity().rank, size = c.identity().size;
+      for (int it = 0; it < 3000; ++it) {
+        const size_t count = 1 + it % 6;  // 4..24 bytes
+        int32_t in[6], out[6];
+        for (size_t i = 0; i < count; ++i) in[i] = it * 100 + me * 7 + static_cast<int32_t>(i);
+        c.allreduce(in, out, count, TANDEM_INT32, TANDEM_SUM);
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(out[i], size * (it * 100 + static_cast<int32_t>(i)) + 7 * size * (size - 1) / 2)
+              << "rank " << me << " iteration " << it << " element " << i;
+        if (it % 97 == 0) c.barrier();
+        if (it % 89 == 0) {
+          std::vector<int32_t> big(3000, me), sum(3000);
+          c.allreduce(big.data(), sum.data(), big.size(), TANDEM_INT32, TANDEM_SUM);
+          ASSERT_EQ(sum[2999], size * (size - 1) / 2);
+        }
+      }
+    });
+  }
+}
+
 TEST(Allreduce, BadArguments) {
   run_world(2, {}, [](Communicator& c) {
     float x = 1;
