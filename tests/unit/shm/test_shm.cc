@@ -311,9 +311,11 @@ bool cma_works_here() {
   return answer == 1;
 }
 
-// Makes this process refuse ptrace access (hence process_vm_readv/writev)
-// from its peers, as Yama or a non-dumpable process would: not dumpable,
-// and without CAP_SYS_PTRACE (which root would otherwise use to bypass it).
+// Makes ptrace access (hence process_vm_readv/writev) fail between this
+// process and its peers, as Yama or a non-dumpable process would: not
+// dumpable, so unprivileged peers may not attach to it, and without
+// CAP_SYS_PTRACE, so that as root it may not attach to peers that hold more
+// capabilities than it does (root peers could still attach to it).
 void refuse_cma() {
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
