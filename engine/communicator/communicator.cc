@@ -66,6 +66,8 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
   o.shm_arena_bytes = shm_arena_bytes_from_environment();
   o.shm_spin_us = shm_spin_us_from_environment();
+  o.shm_stats = shm_stats_from_environment();
+  o.shm_cma = shm_cma_from_environment();
   return o;
 }
 
@@ -78,6 +80,9 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
   so.chunk_bytes = options.shm_chunk_bytes;
   so.arena_bytes = options.shm_arena_bytes;
   so.spin_us = options.shm_spin_us;
+  so.stats = options.shm_stats;
+  so.cma = options.shm_cma;
+  so.allreduce_path = static_cast<ShmAllreducePath>(options.shm_allreduce_path);
   shm_ = std::make_unique<ShmGroup>(*bootstrap_, so);
   if (id_.cross_size > 1) {
     if (!connect_)
@@ -123,6 +128,7 @@ void Communicator::poison(const std::exception_ptr& e) {
   {
     std::lock_guard<std::mutex> lock(poison_mu_);
     if (!failed_) failed_ = e;
+    poisoned_.store(true, std::memory_order_release);
   }
   shm_->abort(kind, msg);
   if (cross_) cross_->abort(msg);
@@ -131,9 +137,9 @@ void Communicator::poison(const std::exception_ptr& e) {
 
 template <typename F>
 void Communicator::run(F&& body) {
-  {
+  if (poisoned_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(poison_mu_);
-    if (failed_) std::rethrow_exception(failed_);
+    std::rethrow_exception(failed_);
   }
   try {
     body();
@@ -390,5 +396,6 @@ Doorbell& Communicator::doorbell() { return shm_->doorbell(); }
 void* Communicator::allocate_shared(size_t bytes) { return shm_->allocate(bytes); }
 void Communicator::free_shared(void* p) { shm_->free(p); }
 bool Communicator::is_shared(const void* p, size_t bytes) const { return shm_->in_arena(p, bytes); }
+bool Communicator::shm_single_copy() const { return shm_->single_copy(); }
 
 }  // namespace tandem
