@@ -1,6 +1,7 @@
 #include "transport/tcp/tcp_transport_impl.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -12,6 +13,8 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/settings.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/wire.h"
 
 namespace tandem {
@@ -19,6 +22,10 @@ namespace tcp {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kPieceBytes = size_t{512} << 10;
+// A spin also stops when two tries lie further apart than this (a try is
+// one or two non-blocking system calls, ~1 us: the thread lost its CPU);
+// and a sleep shorter than this after a spin means the spin was in the way.
+constexpr auto kSpinGap = std::chrono::microseconds(20);
 
 struct TcpTransport::Transfer {
   bool is_send = false;
@@ -50,8 +57,9 @@ uint64_t decode_length(const uint8_t* p) {
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> fds,
-                           std::vector<std::string> addresses, std::chrono::milliseconds timeout)
-    : rank_(rank), members_(std::move(members)), timeout_(timeout) {
+                           std::vector<std::string> addresses, std::chrono::milliseconds timeout,
+                           std::chrono::microseconds spin)
+    : rank_(rank), members_(std::move(members)), timeout_(timeout), spin_(spin) {
   for (size_t j = 0; j < fds.size(); ++j) {
     auto p = std::make_unique<PeerLink>();
     p->fd = std::move(fds[j]);
@@ -180,6 +188,11 @@ void TcpTransport::run(Transfer* ts, int count) {
   }
   pollfd pfds[3];
   int which[3];
+  auto moved = start;  // when a byte last moved in either direction
+  auto last_try = start;
+  bool spinning = spin_.count() > 0 &&
+                  start.time_since_epoch().count() >= no_spin_until_.load(std::memory_order_relaxed);
+  bool judging = false;
   for (;;) {
     // Both directions paused at their piece boundary: the next piece.
     bool all_paused = true, any_paused = false;
@@ -206,8 +219,24 @@ void TcpTransport::run(Transfer* ts, int count) {
       which[n++] = i;
       deadline = std::min(deadline, ts[i].last_progress + timeout_);
     }
-    if (n == 0) return;
+    if (n == 0) {
+      if (spinning && spin_.count() > 0) spin_penalty_.store(0, std::memory_order_relaxed);
+      return;
+    }
     const auto now = Clock::now();
+    for (int k = 0; k < n; ++k) moved = std::max(moved, ts[which[k]].last_progress);
+    if (spinning) {
+      if (now - moved < spin_ && now - last_try < kSpinGap) {
+        if (failed_.load(std::memory_order_relaxed)) throw_stored();
+        last_try = now;
+        for (int k = 0; k < n; ++k) progress(ts[which[k]]);
+        continue;
+      }
+      // The spin ran out (or this thread lost its CPU in the middle of it):
+      // sleep, and judge the spin by how soon the sleep ends.
+      spinning = false;
+      judging = true;
+    }
     if (now >= deadline) {
       for (int k = 0; k < n; ++k) {
         const Transfer& t = ts[which[k]];
@@ -224,6 +253,10 @@ void TcpTransport::run(Transfer* ts, int count) {
     pfds[n] = {wake_.get(), POLLIN, 0};
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     const int rc = ::poll(pfds, static_cast<nfds_t>(n + 1), static_cast<int>(ms));
+    if (judging) {
+      judging = false;
+      judge_spin(now, Clock::now());
+    }
     if (rc < 0 && errno != EINTR) throw SystemError("tcp: poll", errno);
     if (rc <= 0) continue;
     if (pfds[n].revents != 0) throw_stored();
@@ -242,6 +275,20 @@ void TcpTransport::run(Transfer* ts, int count) {
       progress(t);
     }
   }
+}
+
+// The answer came right after the spin gave up: the spin itself held it
+// back (on an oversubscribed host the peer, or the softirq that delivers
+// its packet, waits for this very CPU). Stop spinning for a while, longer
+// each time in a row (10 ms doubling to 1 s), so that a loaded host pays
+// one such wait per period; one spin that catches its answer resets it.
+void TcpTransport::judge_spin(Clock::time_point slept, Clock::time_point woke) {
+  if (woke - slept > kSpinGap) return;  // a real wait: spinning longer would not have helped
+  const int64_t was = spin_penalty_.load(std::memory_order_relaxed);
+  const int64_t penalty = std::min<int64_t>(was == 0 ? 10 : was * 2, 1000);
+  spin_penalty_.store(penalty, std::memory_order_relaxed);
+  no_spin_until_.store((woke + std::chrono::milliseconds(penalty)).time_since_epoch().count(),
+                       std::memory_order_relaxed);
 }
 
 void TcpTransport::fail(Kind kind, const std::string& message) {
@@ -285,4 +332,9 @@ void TcpTransport::abort(const std::string& why) {
 }
 
 }  // namespace tcp
+
+std::chrono::microseconds tcp_spin_from_environment() {
+  return std::chrono::microseconds(env_int(kSpinVariable, kDefaultSpinUs, 0, 1000000));
+}
+
 }  // namespace tandem
