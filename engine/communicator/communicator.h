@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "collectives/allreduce_algorithms.h"
 #include "collectives/reduce.h"
 #include "common/input_source.h"
 #include "transport/transport.h"
@@ -48,6 +49,8 @@ struct CommunicatorOptions {
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
+  // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   // Connect the transport joining every rank in the constructor rather than
   // on first use, so that the bootstrap is never used after construction
   // (a process set's bootstrap only works while the whole world takes part:
