@@ -1,5 +1,6 @@
 #include "transport/tcp/tcp_transport_impl.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "common/errors.h"
@@ -52,6 +54,36 @@ uint64_t decode_length(const uint8_t* p) {
   uint64_t v = 0;
   for (size_t i = 0; i < kHeaderBytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
   return v;
+}
+
+// Whether a spin can have a CPU without taking it from anyone: no more
+// threads runnable on the host than it has CPUs (/proc/loadavg's fourth
+// field, this thread included), read at most once a millisecond per
+// thread. Several ranks on a node with fewer cores, or other work, and the
+// spin would only delay the peer it waits for.
+bool spare_cpu(Clock::time_point now) {
+  struct Probe {
+    int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+    Clock::time_point read_at{};
+    bool spare = true;
+    ~Probe() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  thread_local Probe probe;
+  if (probe.fd < 0) return true;
+  if (now - probe.read_at < std::chrono::milliseconds(1)) return probe.spare;
+  probe.read_at = now;
+  char text[128];
+  const ssize_t n = ::pread(probe.fd, text, sizeof text - 1, 0);
+  if (n <= 0) return probe.spare;
+  text[n] = '\0';
+  double a, b, c;
+  long running = 0;
+  if (std::sscanf(text, "%lf %lf %lf %ld/", &a, &b, &c, &running) == 4)
+    probe.spare = running <= probe.cpus;
+  return probe.spare;
 }
 
 }  // namespace
@@ -191,7 +223,8 @@ void TcpTransport::run(Transfer* ts, int count) {
   auto moved = start;  // when a byte last moved in either direction
   auto last_try = start;
   bool spinning = spin_.count() > 0 &&
-                  start.time_since_epoch().count() >= no_spin_until_.load(std::memory_order_relaxed);
+                  start.time_since_epoch().count() >= no_spin_until_.load(std::memory_order_relaxed) &&
+                  spare_cpu(start);
   bool judging = false;
   for (;;) {
     // Both directions paused at their piece boundary: the next piece.
