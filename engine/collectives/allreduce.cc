@@ -1,6 +1,7 @@
 // allreduce() over a transport: picks the algorithm (allreduce_choice.cc)
 // and runs it. The algorithms live one per file.
 #include "collectives/allreduce_algorithms.h"
+#include "collectives/model.h"
 #include "collectives/collectives.h"
 
 namespace tandem {

@@ -1,7 +1,6 @@
-// The allreduce algorithms across nodes (one file each) and how allreduce()
-// picks one: by an alpha-beta model of the link, from the message size and
-// the number of ranks (docs/engine.md has the model, its constants and what
-// it predicts for 1,000 nodes).
+// The allreduce algorithms across nodes (one file each). allreduce()
+// (collectives.h) picks one by the alpha-beta model of model.h, from the
+// message size and the number of ranks, unless one is forced.
 //
 // Every algorithm gives bitwise identical results on every rank, combines
 // every element along a tree fixed by the group size alone (never by
@@ -28,21 +27,6 @@ void allreduce_recursive_doubling(Transport& t, const void* send, void* recv, si
 void allreduce_halving_doubling(Transport& t, const void* send, void* recv, size_t count,
                                 const Reduction& r);
 void allreduce_ring(Transport& t, const void* send, void* recv, size_t count, const Reduction& r);
-
-// The link as the model sees it: a sendrecv of b bytes each way costs
-// alpha + b * beta, combining b bytes costs b * gamma.
-struct LinkModel {
-  double alpha = 0;  // seconds
-  double beta = 0;   // seconds per byte, one direction
-  double gamma = 0;  // seconds per byte combined
-};
-// Measured between two namespace nodes of the local cluster (docs/engine.md).
-LinkModel measured_link();
-
-// Predicted seconds of one algorithm (not kAuto) on n ranks for `bytes`.
-double predicted_seconds(AllreduceAlgorithm a, int n, size_t bytes, const LinkModel& link);
-// The fastest by the model; never kAuto.
-AllreduceAlgorithm choose_allreduce(int n, size_t bytes, const LinkModel& link = measured_link());
 
 const char* algorithm_name(AllreduceAlgorithm a);
 

@@ -28,11 +28,17 @@ void allreduce(Transport& t, void* buf, size_t count, const Reduction& r,
 void reducescatter(Transport& t, const void* send, void* recv, const std::vector<size_t>& counts,
                    const Reduction& r);
 
+// The algorithm the model picks (model.h), or one named.
 void broadcast(Transport& t, void* buf, size_t bytes, int root);
+void broadcast_binomial(Transport& t, void* buf, size_t bytes, int root);
+void broadcast_scatter_allgather(Transport& t, void* buf, size_t bytes, int root);
 
 // bytes[j] from rank j, packed in rank order into recv; recv may hold this
-// rank's block already (send == recv + offset).
+// rank's block already (send == recv + offset). The algorithm the model
+// picks (model.h), or one named.
 void allgatherv(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes);
+void allgatherv_pairwise(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes);
+void allgatherv_bruck(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes);
 
 void alltoallv(Transport& t, const void* send, const std::vector<size_t>& send_bytes, void* recv,
                const std::vector<size_t>& recv_bytes);

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/allreduce_algorithms.h"
+#include "collectives/model.h"
 #include "collectives/reduce.h"
 #include "common/errors.h"
 #include "reference.h"

@@ -17,6 +17,7 @@
 
 #include "bootstrap/memory_bootstrap.h"
 #include "collectives/allreduce_algorithms.h"
+#include "collectives/model.h"
 #include "collectives/collectives.h"
 #include "common/errors.h"
 #include "reference.h"
@@ -264,6 +265,100 @@ TEST(CrossNodeRounds, TreesTakeLog2RoundsRingTakesN) {
   }
 }
 
+// allgatherv and broadcast, each algorithm and the model's pick, over
+// 1..9 ranks: uneven and empty blocks, in place, every root.
+enum class Gather { kPairwise, kBruck, kAuto };
+
+void gather(Transport& t, Gather g, const void* send, void* recv, const std::vector<size_t>& bytes) {
+  if (g == Gather::kPairwise) allgatherv_pairwise(t, send, recv, bytes);
+  else if (g == Gather::kBruck) allgatherv_bruck(t, send, recv, bytes);
+  else allgatherv(t, send, recv, bytes);
+}
+
+uint8_t byte_of(int rank, size_t i) { return static_cast<uint8_t>(rank * 37 + i * 11 + i / 251); }
+
+TEST(CrossNodeAllgather, EveryAlgorithmLayoutAndSize) {
+  for (int n = 1; n <= 9; ++n) {
+    for (Gather g : {Gather::kPairwise, Gather::kBruck, Gather::kAuto}) {
+      for (size_t scale : {size_t{0}, size_t{1}, size_t{1000}, size_t{70001}}) {
+        std::vector<size_t> bytes(n);
+        for (int r = 0; r < n; ++r) bytes[r] = scale * ((r * 5 + 3) % 4);  // some blocks empty
+        size_t total = 0;
+        for (size_t b : bytes) total += b;
+        std::vector<std::vector<uint8_t>> results(n);
+        run_group(n, [&](Transport& t) {
+          const int me = t.rank();
+          size_t at = 0;
+          for (int r = 0; r < me; ++r) at += bytes[r];
+          std::vector<uint8_t> mine(bytes[me]), out(total + 1, 0xEE);
+          for (size_t i = 0; i < mine.size(); ++i) mine[i] = byte_of(me, i);
+          const bool in_place = me % 2 == 1;
+          if (in_place) std::copy(mine.begin(), mine.end(), out.begin() + static_cast<long>(at));
+          gather(t, g, in_place ? out.data() + at : mine.data(), out.data(), bytes);
+          EXPECT_EQ(out[total], 0xEE) << "wrote past the end";
+          out.resize(total);
+          results[me] = out;
+        });
+        std::vector<uint8_t> want;
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < bytes[r]; ++i) want.push_back(byte_of(r, i));
+        for (int r = 0; r < n; ++r)
+          EXPECT_TRUE(results[r] == want) << n << " ranks, algorithm " << static_cast<int>(g)
+                                          << ", scale " << scale << ": rank " << r;
+      }
+    }
+  }
+}
+
+TEST(CrossNodeBroadcast, EveryAlgorithmRootAndSize) {
+  for (int n = 1; n <= 9; ++n) {
+    for (int k = 0; k < 3; ++k) {
+      for (size_t bytes : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
+        for (int root = 0; root < n; ++root) {
+          std::vector<bool> ok(n, false);
+          run_group(n, [&](Transport& t) {
+            std::vector<uint8_t> buf(bytes + 1, 0);
+            if (t.rank() == root)
+              for (size_t i = 0; i < bytes; ++i) buf[i] = byte_of(root, i);
+            buf[bytes] = 0xEE;
+            if (k == 0) broadcast_binomial(t, buf.data(), bytes, root);
+            else if (k == 1) broadcast_scatter_allgather(t, buf.data(), bytes, root);
+            else broadcast(t, buf.data(), bytes, root);
+            bool good = buf[bytes] == 0xEE;
+            for (size_t i = 0; i < bytes && good; ++i) good = buf[i] == byte_of(root, i);
+            ok[t.rank()] = good;
+          });
+          for (int r = 0; r < n; ++r)
+            EXPECT_TRUE(ok[r]) << n << " ranks, algorithm " << k << ", " << bytes << " bytes, root "
+                               << root << ": rank " << r;
+        }
+      }
+    }
+  }
+}
+
+uint64_t gather_depth(int n, Gather g) {
+  std::vector<uint64_t> clocks(n);
+  run_group(n, [&](Transport& inner) {
+    ClockTransport t(inner);
+    std::vector<size_t> bytes(n, 16);
+    std::vector<uint8_t> mine(16, 1), out(16 * n);
+    gather(t, g, mine.data(), out.data(), bytes);
+    clocks[t.rank()] = t.clock();
+  });
+  return *std::max_element(clocks.begin(), clocks.end());
+}
+
+TEST(CrossNodeRounds, BruckGathersInLog2Rounds) {
+  for (int n : {5, 16, 33, 64}) {
+    int k = 0;
+    while ((1 << k) < n) ++k;
+    EXPECT_EQ(gather_depth(n, Gather::kBruck), static_cast<uint64_t>(k)) << n << " ranks";
+    EXPECT_EQ(gather_depth(n, Gather::kPairwise), static_cast<uint64_t>(n - 1)) << n << " ranks";
+    EXPECT_EQ(gather_depth(n, Gather::kAuto), static_cast<uint64_t>(k)) << n << " ranks, 16 B each";
+  }
+}
+
 TEST(CrossNodeChoice, ModelPicksByLatencyAndBandwidth) {
   // Small messages: the fewest rounds; large ones: bandwidth-optimal.
   for (int n : {2, 3, 8, 64, 1000, 1024})
@@ -276,6 +371,14 @@ TEST(CrossNodeChoice, ModelPicksByLatencyAndBandwidth) {
   EXPECT_EQ(choose_allreduce(3, size_t{256} << 20), Algo::kRing);
   EXPECT_EQ(choose_allreduce(1000, size_t{256} << 20), Algo::kRing);
   EXPECT_EQ(choose_allreduce(1000, size_t{1} << 20), Algo::kHalvingDoubling);
+  // Allgather: Bruck for a negotiation's slots on many nodes, not for 2
+  // ranks (same rounds, one copy more) or huge totals on a few.
+  EXPECT_TRUE(allgather_uses_bruck(1000, size_t{1000} << 10));
+  EXPECT_FALSE(allgather_uses_bruck(2, 1024));
+  EXPECT_FALSE(allgather_uses_bruck(4, size_t{256} << 20));
+  // Broadcast: a tree for small messages, scatter + allgather for large.
+  EXPECT_FALSE(broadcast_uses_scatter(64, 1024));
+  EXPECT_TRUE(broadcast_uses_scatter(64, size_t{64} << 20));
   // Every prediction is finite and grows with the size.
   for (Algo a : {Algo::kRecursiveDoubling, Algo::kHalvingDoubling, Algo::kRing})
     EXPECT_LT(predicted_seconds(a, 100, 1 << 10, measured_link()),

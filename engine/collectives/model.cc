@@ -1,4 +1,4 @@
-// The alpha-beta model behind choose_allreduce(). Each algorithm's cost is
+// The alpha-beta model behind the choices of model.h. Each allreduce's cost is
 // added up along its own schedule, with the same pieces (steps.h) and the
 // same fold as the code: a step that sends s bytes and receives and combines
 // c costs ceil(max(s, c) / piece) * alpha + max(s, c) * beta + c * gamma.
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "collectives/allreduce_algorithms.h"
+#include "collectives/model.h"
 #include "collectives/steps.h"
 #include "common/errors.h"
 #include "common/settings.h"
@@ -79,6 +79,27 @@ AllreduceAlgorithm choose_allreduce(int n, size_t bytes, const LinkModel& link) 
     if (s < best_s) best = a, best_s = s;
   }
   return best;
+}
+
+int log2_ceil(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+// Bruck copies the gathered bytes once more, at about the speed of a combine.
+bool allgather_uses_bruck(int n, size_t total, const LinkModel& l) {
+  if (n <= 2) return false;
+  const double bruck = log2_ceil(n) * l.alpha + static_cast<double>(total) * l.gamma;
+  return bruck < (n - 1) * l.alpha;
+}
+
+bool broadcast_uses_scatter(int n, size_t bytes, const LinkModel& l) {
+  if (n <= 2) return false;
+  const double m = static_cast<double>(bytes), k = log2_ceil(n);
+  const double binomial = k * (l.alpha + m * l.beta);
+  const double scatter = k * l.alpha + m * l.beta + (n - 1) * l.alpha + m * l.beta;
+  return scatter < binomial;
 }
 
 const char* algorithm_name(AllreduceAlgorithm a) {
