@@ -63,7 +63,7 @@ steal() {
   local now total
   now=$(awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9}' /proc/stat)
   if [ -n "$steal_prev" ]; then
-    total=$(echo "$steal_prev $now" | awk '{dt = $3 - $1; ds = $4 - $2; printf "%.0f", dt > 0 ? 100 * ds / dt : 0}')
+    total=$(echo "$steal_prev $now" | awk '{dt = $3 - $1; ds = $4 - $2; printf "%.0f", (dt > 0 ? 100 * ds / dt : 0)}')
     echo "$total%"
   fi
   steal_prev=$now

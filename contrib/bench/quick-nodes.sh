@@ -60,7 +60,7 @@ for n in $nodes_list; do
       done
     done
   done
-  steal=$(echo "$cpu0 $(stat_cpu)" | awk '{dt = $3 - $1; printf "%.0f", dt > 0 ? 100 * ($4 - $2) / dt : 0}')
+  steal=$(echo "$cpu0 $(stat_cpu)" | awk '{dt = $3 - $1; printf "%.0f", (dt > 0 ? 100 * ($4 - $2) / dt : 0)}')
   echo "$n nodes: load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end, steal $steal%" \
     > "$out/conditions-$n.txt"
   stop_cluster
