@@ -23,7 +23,7 @@ namespace tandem {
 namespace tcp {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kPieceBytes = size_t{512} << 10;
+constexpr size_t kPieceBytes = size_t{128} << 10;
 // A spin also stops when two tries lie further apart than this (a try is
 // one or two non-blocking system calls, ~1 us: the thread lost its CPU);
 // and a sleep shorter than this after a spin means the spin was in the way.
@@ -211,9 +211,12 @@ void TcpTransport::run(Transfer* ts, int count) {
   for (int i = 0; i < count; ++i) {
     ts[i].fd = peers_[ts[i].peer]->fd.get();
     ts[i].last_progress = start;
-    // A sendrecv moves both directions a piece at a time: a message larger
-    // than the socket buffers take at once ran at 2.6 GB/s per direction
-    // on loopback against 6.2 GB/s for 256-512 KiB ones.
+    // A sendrecv moves both directions a piece at a time (each waits at a
+    // piece boundary for the other), 128 KiB: a piece of 256 KiB or more
+    // lets one rank run ahead while its peer, often on the same CPU of a
+    // small VM, waits to be scheduled; between two namespace nodes a 256
+    // KiB sendrecv took 0.12-0.25 ms paced by 128 KiB against 0.46-0.91 ms
+    // by 512 KiB (docs/tcp.md).
     if (count == 2) ts[i].limit = kHeaderBytes + kPieceBytes;
     if (ts[i].is_send) encode_length(ts[i].header, ts[i].bytes);
     progress(ts[i]);
