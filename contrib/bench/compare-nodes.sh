@@ -18,7 +18,13 @@
 # the load average and the steal time of the run beside it), then one of
 # each size's best run (the machine is shared; see docs/engine.md).
 # GLOO=0 leaves gloo out, SHARED=1 adds tandem-bench -s -i (send buffers in
-# the shared arena, in place), LINK=0 leaves the link ceiling out.
+# the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
+# gives every tool n timed calls per size (default: each tool's own, by
+# size; Open MPI's ranks poll without end, and with more ranks than cores a
+# call can take tens of ms). Each tool's run is cut off after RUN_TIMEOUT
+# seconds (900), and a rank that dies ends its step (srun -K): Open MPI 4.1.4
+# has crashed here after "connect() ... failed: Operation now in progress"
+# with 8 ranks on a loaded host (open-mpi/ompi#10734).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -29,6 +35,8 @@ nodes=${NODES:-2}
 gloo=${GLOO:-1}
 shared=${SHARED:-0}
 link=${LINK:-1}
+iters=()
+[ -n "${ITERS:-}" ] && iters=(-n "$ITERS")
 bench=$build/tools/tandem-bench
 mpibench=$build/tools/mpi-allreduce-bench
 tcpbw=$build/tests/unit/tcp/tcp-bandwidth
@@ -54,7 +62,7 @@ trap cleanup EXIT
 . "$cdir/cluster.env"
 node1=${SUBNET%.0/24}.11   # start.sh gives nodeI the address SUBNET.(10+I) on eth0
 ifname=eth0
-srunn=(srun --immediate=30 -N "$nodes" -n "$nodes" --ntasks-per-node=1)
+srunn=(timeout "${RUN_TIMEOUT:-900}" srun --immediate=30 --kill-on-bad-exit=1 -N "$nodes" -n "$nodes" --ntasks-per-node=1)
 
 # CPU time stolen by the hypervisor, percent of all CPU time since the
 # last call (the "st" of top), from /proc/stat's cpu line.
@@ -80,14 +88,16 @@ for i in $(seq "$repeat"); do
   fi
   for sizes in "$latency" "$sweep"; do
     # shellcheck disable=SC2086
-    "${srunn[@]}" --horovod=on "$bench" $sizes >> "$run/tandem.txt"
+    "${srunn[@]}" --horovod=on "$bench" $sizes "${iters[@]}" >> "$run/tandem.txt" ||
+      echo "compare-nodes.sh: tandem-bench failed or ran out of time ($sizes)" >&2
     if [ "$shared" = 1 ]; then
       # shellcheck disable=SC2086
-      TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "${srunn[@]}" --horovod=on "$bench" -s -i $sizes >> "$run/tandem-shared.txt"
+      TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "${srunn[@]}" --horovod=on "$bench" -s -i $sizes "${iters[@]}" >> "$run/tandem-shared.txt"
     fi
     # shellcheck disable=SC2086
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$ifname \
-      "${srunn[@]}" --mpi=pmix "$mpibench" $sizes >> "$run/mpi.txt"
+      "${srunn[@]}" --mpi=pmix "$mpibench" $sizes "${iters[@]}" >> "$run/mpi.txt" ||
+      echo "compare-nodes.sh: mpi-allreduce-bench failed or ran out of time ($sizes)" >&2
     if [ "$gloo" = 1 ]; then
       # shellcheck disable=SC2086
       MASTER_ADDR=$node1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=$ifname \

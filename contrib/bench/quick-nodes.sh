@@ -41,7 +41,7 @@ for n in $nodes_list; do
     --nodes "$n" --cpus 8 --gpus 0 >/dev/null
   # shellcheck disable=SC1091
   . "$cdir/env.sh"
-  srunn=(srun --immediate=30 -N "$n" -n "$n" --ntasks-per-node=1)
+  srunn=(srun --immediate=30 --kill-on-bad-exit=1 -N "$n" -n "$n" --ntasks-per-node=1)
   mpi_env=(env OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0)
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
   cpu0=$(stat_cpu)
