@@ -33,13 +33,16 @@ int log2_floor(int n) {
 
 LinkModel measured_link() {
   // Two namespace nodes of the local cluster on the 2-core VM (docs/engine.md,
-  // "The model"): a sendrecv of 8 bytes ~10 us, ~1.5 GB/s per direction
-  // once messages outgrow the socket buffers, float32 sum of two inputs at
-  // ~10 GB/s of output.
+  // "The model"): an 8-byte sendrecv ~10 us, ~1.5 GB/s per direction. gamma
+  // is fitted rather than the kernel's speed (~10-20 GB/s): at 2 nodes,
+  // where recursive doubling and halving-doubling move the same bytes,
+  // halving-doubling was faster from 128 KiB up (interleaved runs), which
+  // 4 GB/s per combined byte reproduces; it stands for what a step costs per
+  // byte beyond the wire.
   LinkModel l;
   l.alpha = 10e-6;
   l.beta = 1.0 / 1.5e9;
-  l.gamma = 1.0 / 10e9;
+  l.gamma = 1.0 / 4e9;
   return l;
 }
 
