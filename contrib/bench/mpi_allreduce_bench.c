@@ -1,8 +1,8 @@
 /* The Open MPI side of contrib/bench/compare.sh: MPI_Allreduce (float32,
  * sum, out of place) over the same size sweep as tandem-bench, printing the
  * same columns (time is the slowest rank's mean per iteration; busbw is
- * nccl-tests' 2(n-1)/n * size / time) and checking the result.
- * Options as tandem-bench: -b MIN -e MAX -f FACTOR, -n ITERS (default: by size). */
+ * nccl-tests' 2(n-1)/n * size / time) and checking the result. Options as
+ * tandem-bench's: -b, -e, -f sizes; -n, -w iterations (default by size). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +20,13 @@ static size_t parse_size(const char* s) {
 int main(int argc, char** argv) {
   size_t min = 8, max = (size_t)256 << 20;
   double factor = 4;
-  int fixed_iters = 0;
+  int fixed_iters = 0, fixed_warmup = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "-n")) fixed_iters = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "-b")) min = parse_size(argv[i + 1]);
+    if (!strcmp(argv[i], "-b")) min = parse_size(argv[i + 1]);
     else if (!strcmp(argv[i], "-e")) max = parse_size(argv[i + 1]);
     else if (!strcmp(argv[i], "-f")) factor = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "-n")) fixed_iters = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-w")) fixed_warmup = atoi(argv[i + 1]);
   }
   MPI_Init(&argc, &argv);
   int n, me;
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
     MPI_Allreduce(&ok, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     size_t it = ((size_t)1 << 30) / (bytes ? bytes : 1);
     const int iters = fixed_iters > 0 ? fixed_iters : (int)(it < 5 ? 5 : it > 1000 ? 1000 : it);
-    const int warmup = iters / 10 > 2 ? iters / 10 : 2;
+    const int warmup = fixed_warmup >= 0 ? fixed_warmup : iters / 10 > 2 ? iters / 10 : 2;
     for (int i = 0; i < warmup; ++i) MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
