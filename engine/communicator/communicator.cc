@@ -63,10 +63,10 @@ std::vector<std::vector<int>> ranks_by_node(const Identity& id) {
 CommunicatorOptions CommunicatorOptions::from_environment() {
   CommunicatorOptions o;
   o.timeout = timeout_from_environment();
+  o.allreduce_algorithm = allreduce_algorithm_from_environment();
   o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
   o.shm_arena_bytes = shm_arena_bytes_from_environment();
   o.shm_spin_us = shm_spin_us_from_environment();
-  o.allreduce_algorithm = allreduce_algorithm_from_environment();
   return o;
 }
 

@@ -49,13 +49,13 @@ struct CommunicatorOptions {
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
-  // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
-  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   // Connect the transport joining every rank in the constructor rather than
   // on first use, so that the bootstrap is never used after construction
   // (a process set's bootstrap only works while the whole world takes part:
   // bootstrap/subset_bootstrap.h).
   bool connect_world_at_start = false;
+  // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
