@@ -16,9 +16,11 @@
 // trip costs the wire and two system calls, not the wake-up of a halted
 // vCPU. Spinning only pays while the caller has a CPU to itself: on an
 // oversubscribed host the spin holds back whoever must run on this CPU to
-// deliver the answer (the peer, the softirq moving its packet), the answer
-// comes right after the spin gives up, and the transport then stops
-// spinning for a while (judge_spin; docs/tcp.md has the figures).
+// deliver the answer (the peer, the softirq moving its packet). So a call
+// spins only while the host has no more runnable threads than CPUs
+// (spare_cpu in the .cc), and when an answer still comes right after a spin
+// gave up, the transport stops spinning for a while (judge_spin;
+// docs/tcp.md has the figures).
 //
 // Deadlines: a transfer fails with TimeoutError when it makes no progress for
 // `timeout` (TANDEM_TIMEOUT): a stopped or hung peer is caught, a large
