@@ -92,6 +92,7 @@ TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> f
                            std::vector<std::string> addresses, std::chrono::milliseconds timeout,
                            std::chrono::microseconds spin)
     : rank_(rank), members_(std::move(members)), timeout_(timeout), spin_(spin) {
+  stats_.on = tcp_stats_from_environment();
   for (size_t j = 0; j < fds.size(); ++j) {
     auto p = std::make_unique<PeerLink>();
     p->fd = std::move(fds[j]);
@@ -103,7 +104,18 @@ TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> f
   if (!wake_.valid()) throw SystemError("tcp: eventfd", errno);
 }
 
-TcpTransport::~TcpTransport() = default;
+TcpTransport::~TcpTransport() {
+  if (!stats_.on) return;
+  auto v = [](const std::atomic<uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
+  std::fprintf(stderr,
+               "tandem[world rank %d] tcp stats, group of %d: %llu calls: %llu done without waiting, "
+               "%llu caught while spinning, %llu slept (%llu sleeps, %.1f ms asleep); spins: %llu gave "
+               "up just before the answer (pauses), %llu skipped paused, %llu skipped with no spare "
+               "CPU\n",
+               members_[rank_], size(), v(stats_.calls), v(stats_.no_wait), v(stats_.caught_spinning),
+               v(stats_.calls_that_slept), v(stats_.sleeps), stats_.slept_ns.load() / 1e6,
+               v(stats_.penalties), v(stats_.paused), v(stats_.no_spare_cpu));
+}
 
 std::string TcpTransport::who(int peer) const {
   return "rank " + std::to_string(peer) + " (world rank " + std::to_string(members_[peer]) +
@@ -225,10 +237,24 @@ void TcpTransport::run(Transfer* ts, int count) {
   int which[3];
   auto moved = start;  // when a byte last moved in either direction
   auto last_try = start;
-  bool spinning = spin_.count() > 0 &&
-                  start.time_since_epoch().count() >= no_spin_until_.load(std::memory_order_relaxed) &&
-                  spare_cpu(start);
+  // Whether to spin before the next sleep: asked again after every wake-up,
+  // so that a long transfer spins again once bytes flow.
+  auto may_spin = [&](Clock::time_point now) {
+    if (spin_.count() == 0) return false;
+    if (now.time_since_epoch().count() < no_spin_until_.load(std::memory_order_relaxed)) {
+      tally(stats_.paused);
+      return false;
+    }
+    if (!spare_cpu(now)) {
+      tally(stats_.no_spare_cpu);
+      return false;
+    }
+    return true;
+  };
+  bool spinning = may_spin(start);
+  bool spun = false, slept = false;
   bool judging = false;
+  tally(stats_.calls);
   for (;;) {
     // Both directions paused at their piece boundary: the next piece.
     bool all_paused = true, any_paused = false;
@@ -256,7 +282,8 @@ void TcpTransport::run(Transfer* ts, int count) {
       deadline = std::min(deadline, ts[i].last_progress + timeout_);
     }
     if (n == 0) {
-      if (spinning && spin_.count() > 0) spin_penalty_.store(0, std::memory_order_relaxed);
+      if (spinning && spun) spin_penalty_.store(0, std::memory_order_relaxed);
+      if (!slept) tally(spun ? stats_.caught_spinning : stats_.no_wait);
       return;
     }
     const auto now = Clock::now();
@@ -265,6 +292,7 @@ void TcpTransport::run(Transfer* ts, int count) {
       if (now - moved < spin_ && now - last_try < kSpinGap) {
         if (failed_.load(std::memory_order_relaxed)) throw_stored();
         last_try = now;
+        spun = true;
         for (int k = 0; k < n; ++k) progress(ts[which[k]]);
         continue;
       }
@@ -289,10 +317,19 @@ void TcpTransport::run(Transfer* ts, int count) {
     pfds[n] = {wake_.get(), POLLIN, 0};
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     const int rc = ::poll(pfds, static_cast<nfds_t>(n + 1), static_cast<int>(ms));
+    const auto woke = Clock::now();
+    if (stats_.on) {
+      if (!slept) tally(stats_.calls_that_slept);
+      tally(stats_.sleeps);
+      stats_.slept_ns.fetch_add(static_cast<uint64_t>((woke - now).count()), std::memory_order_relaxed);
+    }
+    slept = true;
     if (judging) {
       judging = false;
-      judge_spin(now, Clock::now());
+      judge_spin(now, woke);
     }
+    spinning = may_spin(woke);
+    last_try = woke;
     if (rc < 0 && errno != EINTR) throw SystemError("tcp: poll", errno);
     if (rc <= 0) continue;
     if (pfds[n].revents != 0) throw_stored();
@@ -320,6 +357,7 @@ void TcpTransport::run(Transfer* ts, int count) {
 // one such wait per period; one spin that catches its answer resets it.
 void TcpTransport::judge_spin(Clock::time_point slept, Clock::time_point woke) {
   if (woke - slept > kSpinGap) return;  // a real wait: spinning longer would not have helped
+  tally(stats_.penalties);
   const int64_t was = spin_penalty_.load(std::memory_order_relaxed);
   const int64_t penalty = std::min<int64_t>(was == 0 ? 10 : was * 2, 1000);
   spin_penalty_.store(penalty, std::memory_order_relaxed);
@@ -368,6 +406,11 @@ void TcpTransport::abort(const std::string& why) {
 }
 
 }  // namespace tcp
+
+bool tcp_stats_from_environment() {
+  const std::string v = env_string(kStatsVariable, "0");
+  return parse_bool_setting(kStatsVariable, v.c_str());
+}
 
 std::chrono::microseconds tcp_spin_from_environment() {
   return std::chrono::microseconds(env_int(kSpinVariable, kDefaultSpinUs, 0, 1000000));

@@ -29,4 +29,10 @@ constexpr const char* kSpinVariable = "TANDEM_TCP_SPIN_US";
 constexpr int kDefaultSpinUs = 100;
 std::chrono::microseconds tcp_spin_from_environment();
 
+// TANDEM_TCP_STATS=1: each transport prints, when it is destroyed, how its
+// calls waited (done at once, caught while spinning, slept and how long,
+// spins paused or skipped), to see where latency goes (docs/tcp.md).
+constexpr const char* kStatsVariable = "TANDEM_TCP_STATS";
+bool tcp_stats_from_environment();
+
 }  // namespace tandem

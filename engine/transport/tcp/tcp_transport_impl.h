@@ -82,6 +82,15 @@ class TcpTransport : public Transport {
   bool progress(Transfer& t);  // true when complete
   void judge_spin(std::chrono::steady_clock::time_point slept,
                   std::chrono::steady_clock::time_point woke);
+  // TANDEM_TCP_STATS=1: how calls waited, printed when the transport goes.
+  struct Stats {
+    bool on = false;
+    std::atomic<uint64_t> calls{0}, no_wait{0}, caught_spinning{0}, calls_that_slept{0},
+        sleeps{0}, slept_ns{0}, penalties{0}, paused{0}, no_spare_cpu{0};
+  };
+  void tally(std::atomic<uint64_t>& c) {
+    if (stats_.on) c.fetch_add(1, std::memory_order_relaxed);
+  }
   [[noreturn]] void fail(Kind kind, const std::string& message);
   void throw_if_failed();
   [[noreturn]] void throw_stored();
@@ -98,6 +107,7 @@ class TcpTransport : public Transport {
   // in ms (0: the last spin caught its answer). See judge_spin.
   std::atomic<int64_t> no_spin_until_{0};
   std::atomic<int64_t> spin_penalty_{0};
+  Stats stats_;
   std::atomic<bool> failed_{false};
   std::mutex failure_mu_;
   Kind failure_kind_ = Kind::kAborted;
