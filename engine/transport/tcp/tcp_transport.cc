@@ -293,6 +293,12 @@ void TcpTransport::run(Transfer* ts, int count) {
         if (failed_.load(std::memory_order_relaxed)) throw_stored();
         last_try = now;
         spun = true;
+        // With a spare CPU nothing else waits for this one but, at most,
+        // the peer itself: the scheduler keeps ranks that wake each other
+        // on one CPU, where a pure spin never saw the answer (counted on
+        // a quiet host: 0 caught, every spin given up just before it).
+        // A yield lets such a peer run and costs one system call otherwise.
+        ::sched_yield();
         for (int k = 0; k < n; ++k) progress(ts[which[k]]);
         continue;
       }
