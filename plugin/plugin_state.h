@@ -10,6 +10,7 @@
 #include "spank_api.h"
 
 #include "config.h"
+#include "hwloc_loader.h"
 #include "mode.h"
 #include "torch_env.h"
 
@@ -34,6 +35,11 @@ struct PluginState {
   // per node in slurm_spank_user_init (before the tasks are forked) and
   // exported into each task with the identity.
   std::optional<TorchRendezvous> torch;
+
+  // slurmstepd only: the node's live topology, loaded once per step before
+  // the tasks are forked (remote_user_init), for every task to cut to its
+  // own cgroup instead of loading it again.
+  std::optional<planner::LoadedTopology> node_topology;
 
   Mode mode() const { return option.value_or(config.default_mode); }
 };

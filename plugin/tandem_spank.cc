@@ -4,8 +4,9 @@
 //   local.cc      srun             PMIx for enabled steps
 //   (allocator)   sbatch/salloc    only the option (Slurm forwards its value
 //                                  to every srun in the job as kOptionEnv)
-//   remote.cc     slurmstepd       torch.distributed's rendezvous once per
-//                                  node; identity, injection, binding per task
+//   remote.cc     slurmstepd       torch.distributed's rendezvous and the
+//                                  node's topology once per step (user_init);
+//                                  identity, injection, binding per task
 // No exception leaves this file: each hook catches, logs one message through
 // slurm_error and returns an error, which makes srun/sbatch/the step fail.
 #include "spank_api.h"

@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
     float w[2] = {0, 0}, r[2];
     const double t0 = MPI_Wtime();
     for (double elapsed = 0; elapsed < 0.2;) {
-      for (int i = 0; i < 200; ++i) MPI_Allreduce(w, r, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      /* Batches of 20: with 8 ranks on 2 cores one call took 39 ms. */
+      for (int i = 0; i < 20; ++i) MPI_Allreduce(w, r, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       double mine = MPI_Wtime() - t0;
       MPI_Allreduce(&mine, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }

@@ -63,6 +63,7 @@ std::vector<std::vector<int>> ranks_by_node(const Identity& id) {
 CommunicatorOptions CommunicatorOptions::from_environment() {
   CommunicatorOptions o;
   o.timeout = timeout_from_environment();
+  o.allreduce_algorithm = allreduce_algorithm_from_environment();
   o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
   o.shm_arena_bytes = shm_arena_bytes_from_environment();
   o.shm_spin_us = shm_spin_us_from_environment();
@@ -208,14 +209,14 @@ void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t c
     // the reduction, out) and cut the transfer into chunk-sized round trips.
     // The cross-node transport reads send and writes recv directly instead.
     // (With a result sink or input source the node stage does that work.)
-    tandem::allreduce(*cross_, send, recv, count, r);
+    tandem::allreduce(*cross_, send, recv, count, r, options_.allreduce_algorithm);
     return;
   }
   Reduction across = r;
   across.prescale = 1.0;  // applied once, inside the node
   if (uniform_) {
     shm_->allreduce(send, recv, count, r, [&](void* part, size_t n) {
-      tandem::allreduce(*cross_, part, n, across);
+      tandem::allreduce(*cross_, part, n, across, options_.allreduce_algorithm);
     }, out, source);
     return;
   }
@@ -223,7 +224,7 @@ void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t c
   Reduction node = r;
   node.finalize = false;
   shm_->allreduce(send, recv, count, node);
-  if (id_.local_rank == 0) tandem::allreduce(*cross_, recv, count, across);
+  if (id_.local_rank == 0) tandem::allreduce(*cross_, recv, count, across, options_.allreduce_algorithm);
   shm_->broadcast(recv, count * dtype_size(r.dtype), 0);
   if (out) (*out)(0, recv, count * dtype_size(r.dtype));
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "collectives/allreduce_algorithms.h"
 #include "collectives/reduce.h"
 #include "common/input_source.h"
 #include "transport/transport.h"
@@ -58,6 +59,8 @@ struct CommunicatorOptions {
   // (a process set's bootstrap only works while the whole world takes part:
   // bootstrap/subset_bootstrap.h).
   bool connect_world_at_start = false;
+  // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
