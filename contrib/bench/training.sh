@@ -17,6 +17,7 @@
 #     ROUNDS=2 ITERS=3 NODES=1 BINDING=auto contrib/bench/training.sh
 # BINDING=none starts the cluster with the plugin's binding=none (tasks not
 # bound to CPUs), to separate the binding's effect from the rest.
+# RUN_TIMEOUT (default 300) cuts off one srun, e.g. a rank hung at exit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -27,6 +28,7 @@ rounds=${ROUNDS:-2}
 iters=${ITERS:-3}
 nodes=${NODES:-1}
 binding=${BINDING:-auto}
+run_timeout=${RUN_TIMEOUT:-300}  # seconds per srun
 [ "$(id -u)" -eq 0 ] || { echo "training.sh: needs root (the cluster uses network namespaces)" >&2; exit 2; }
 [ -x "$python" ] || { echo "training.sh: PYTHON=$python is not an executable" >&2; exit 2; }
 [ -f "$build/plugin/tandem_spank.so" ] || { echo "training.sh: build first (ninja -C $build)" >&2; exit 2; }
@@ -48,12 +50,14 @@ run() {  # run NP SCRIPT MODEL -> total images/s
   local np=$1 script=$2 model=$3 log
   log=$out/run.log
   local rc=0 total
-  srun --immediate=60 -N "$nodes" -n "$np" --horovod=on "$python" "$root/examples/$script" \
+  timeout -k 10 "$run_timeout" srun --immediate=60 -N "$nodes" -n "$np" --horovod=on "$python" "$root/examples/$script" \
     --model "$model" --num-iters "$iters" >"$log" 2>&1 || rc=$?
   total=$(sed -n 's/^Total img\/sec on [0-9]* rank(s): \([0-9.]*\)$/\1/p' "$log" | tail -1)
   [ -n "$total" ] || { cat "$log" >&2; return 1; }
-  # torch 2.x's gloo can abort a rank at interpreter exit, after the result
-  # is printed ("terminate called without an active exception"; pytorch#190489):
+  # torch's gloo can abort a rank at interpreter exit after the result is
+  # printed (2.13: "terminate called without an active exception",
+  # pytorch#190489), or hang there (1.13: ~ProcessGroupGloo joins a worker
+  # that waits for the GIL the destructor holds; cut off by RUN_TIMEOUT):
   # the measurement is whole, so it is kept and the failure is said.
   [ "$rc" -eq 0 ] || echo "training.sh: $script $model $np ranks: srun exited $rc after printing its result: $(grep -m1 -E 'terminate|Abort|error' "$log")" >&2
   echo "$total"
