@@ -46,6 +46,13 @@ def init(comm=None, process_sets=None):
                            "init() and let srun --horovod=on or tandem-run start the ranks")
     _basics.init()
     _dtypes.verify()
+    if isinstance(process_sets, str):
+        if process_sets.lower() != "dynamic":
+            raise _errors.make("TANDEM_ERR_INVALID_ARGUMENT",
+                               "init(process_sets=%r): give a list of hvd.ProcessSet or "
+                               "'dynamic'" % process_sets)
+        # Horovod's "dynamic": sets are added later; Tandem always allows that.
+        process_sets = None
     if process_sets:
         for process_set in process_sets:
             add_process_set(process_set)
