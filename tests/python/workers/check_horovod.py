@@ -677,9 +677,12 @@ def process_sets_added_and_removed_in_sequence():
         gathered = hvd.allgather(torch.tensor([rank]), process_set=mine)
         got = hvd.broadcast_object({"from": members[0]}, root_rank=members[0], process_set=mine)
         sums.append((hvd.synchronize(handle), members, gathered, got))
-        hvd.remove_process_set(odd)
-        hvd.remove_process_set(even)
+        removed = [hvd.remove_process_set(odd), hvd.remove_process_set(even)]
+        # Horovod's answers: False for a set no longer registered and for the
+        # global set, which is never removed.
+        removed += [hvd.remove_process_set(odd), hvd.remove_process_set(hvd.global_process_set)]
     hvd.barrier()
+    assert removed == [True, True, False, False], removed
     for total, members, gathered, got in sums:
         expect(total, torch.full((3,), float(sum(members))), "allreduce in set %s" % members)
         expect(gathered, torch.tensor(members), "allgather in set %s" % members)
