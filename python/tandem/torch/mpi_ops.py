@@ -74,6 +74,7 @@ def _scaled(tensor, factor, dtype):
     double-to-integer conversion in Horovod's ScaleBuffer does."""
     return (tensor.to(torch.float64) * factor).to(dtype)
 
+
 _NATIVE = {
     torch.uint8: _dtypes.UINT8, torch.int8: _dtypes.INT8, torch.int32: _dtypes.INT32,
     torch.int64: _dtypes.INT64, torch.float16: _dtypes.FLOAT16,

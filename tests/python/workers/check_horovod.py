@@ -693,7 +693,7 @@ def process_sets_added_and_removed_in_sequence():
 
 @check
 def distributed_optimizer_as_horovods():
-    size, rank = hvd.size(), hvd.rank()
+    size = hvd.size()
     model = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.Linear(10, 10))
     opt = hvd.DistributedOptimizer(torch.optim.SGD(
         [{"params": model[0].parameters()}, {"params": model[1].parameters()}], lr=0.001))
