@@ -37,3 +37,10 @@ echo "== srun -N 2 -n 4 --horovod=on python3 examples/pytorch_mnist.py"
 # the tandem/horovod packages of the build on PYTHONPATH.
 srun --immediate=30 -N 2 -n 4 --ntasks-per-node=2 --horovod=on \
   /usr/bin/python3 "$root/examples/pytorch_mnist.py" --epochs 2 --steps ${DEMO_STEPS:-120}
+
+echo "== srun -N 2 -n 4 --horovod=on <tf venv>/python examples/tensorflow2_keras_mnist.py"
+# A Horovod-style TF2 Keras script (import horovod.tensorflow.keras as hvd) on
+# TensorFlow 2.21 + Keras 3, from the venv install-deps.sh made.
+srun --immediate=30 -N 2 -n 4 --ntasks-per-node=2 --horovod=on \
+  "${TANDEM_DEPS:-/opt/tandem-deps}/tf/bin/python" "$root/examples/tensorflow2_keras_mnist.py" \
+  --epochs 2 --steps-per-epoch ${DEMO_KERAS_STEPS:-96} --batch-size 32 --verbose 0

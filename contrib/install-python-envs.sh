@@ -5,9 +5,10 @@
 #
 #   contrib/install-python-envs.sh          # into $TANDEM_DEPS (default /opt/tandem-deps)
 #   contrib/install-python-envs.sh --print  # prints the meson -D options that use them
+#   contrib/install-python-envs.sh --print-pythons  # the e2e tests' --python NAME=PATH options
 #
 # Layout under $TANDEM_DEPS:
-#   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest
+#   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest, keras==3.15.1 (torch backend)
 #   tf/       venv: tensorflow-cpu==2.21.0, keras==3.15.1, pytest
 #   nccl/include/nccl.h   from the nvidia-nccl-cu13 wheel, used only when the
 #                         CUDA toolkit under /usr/local/cuda has no nccl.h
@@ -53,6 +54,14 @@ nccl_include() {
   if [ -f "$cuda/include/nccl.h" ]; then echo "$cuda/include"; else echo "$deps/nccl/include"; fi
 }
 
+if [ "${1:-}" = "--print-pythons" ]; then
+  # Debian's python3 (torch 1.13) first, then the venvs made below.
+  # One word each (--python=NAME=PATH): Debian's pytest 7.2 cannot tell an option
+  # of a conftest from a path when its value is a separate word.
+  echo "--python=debian=/usr/bin/python3 --python=torch2=$deps/torch2/bin/python --python=tf=$deps/tf/bin/python"
+  exit 0
+fi
+
 if [ "${1:-}" = "--print" ]; then
   echo "-Dnccl_include=$(nccl_include) -Dtest_python_torch2=$deps/torch2/bin/python -Dtest_python_tf=$deps/tf/bin/python"
   exit 0
@@ -60,8 +69,10 @@ fi
 
 mkdir -p "$deps"
 
-make_venv torch2 'import torch, numpy, pytest; assert torch.__version__.startswith("2.13.0")' \
-  torch==2.13.0 numpy pytest
+# keras in torch2: Keras 3 on its torch backend (KERAS_BACKEND=torch), served
+# by tandem.keras too (docs/keras.md).
+make_venv torch2 'import os; os.environ["KERAS_BACKEND"] = "torch"; import torch, numpy, pytest, keras; assert torch.__version__.startswith("2.13.0") and keras.__version__ == "3.15.1"' \
+  torch==2.13.0 numpy pytest keras==3.15.1
 make_venv tf 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "2.21.0" and keras.__version__ == "3.15.1"' \
   tensorflow-cpu==2.21.0 keras==3.15.1 pytest
 

@@ -40,8 +40,12 @@ stage unit-without-cuda env TANDEM_CUDA_LIBRARY=/nonexistent/libcudart.so.13 \
   TANDEM_NCCL_LIBRARY=/nonexistent/libnccl.so.2 LD_LIBRARY_PATH= \
   meson test -C "$build" --print-errorlogs --suite unit --logbase testlog-without-cuda
 
-stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-  --junitxml="$build/e2e-results.xml" --build-dir "$build" "$root/tests/e2e"
+# The Python end-to-end tests run once per framework interpreter (Debian's
+# torch 1.13, the torch 2.x venv; the TensorFlow venv for TF tests).
+# shellcheck disable=SC2207
+e2e_pythons=($("$root/contrib/install-python-envs.sh" --print-pythons))
+stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+  --junitxml="$build/e2e-results.xml" --build-dir="$build" "${e2e_pythons[@]}" "$root/tests/e2e"
 
 echo "== summary"
 /usr/bin/python3 "$root/contrib/test_summary.py" \

@@ -2,10 +2,13 @@
 """The synthetic benchmark with torch DistributedDataParallel over gloo: the
 same models, batch and timing as pytorch_synthetic_benchmark.py, to compare.
 
-Rank and size come from HOROVOD_RANK/HOROVOD_SIZE (tandem-run, srun
---horovod=on) or SLURM_PROCID/SLURM_NTASKS; the rendezvous is MASTER_ADDR
-(default 127.0.0.1) and MASTER_PORT (default 29512).
+Under srun --horovod=on (and torchrun) the rendezvous is torch's env://
+default, from MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, which the plugin
+sets. Elsewhere rank and size come from HOROVOD_RANK/HOROVOD_SIZE (tandem-run)
+or SLURM_PROCID/SLURM_NTASKS, with MASTER_ADDR (default 127.0.0.1) and
+MASTER_PORT (default 29512).
 
+    srun -n 2 --horovod=on python examples/ddp_synthetic_benchmark.py --model vgg
     tandem-run -np 2 /usr/bin/python3 examples/ddp_synthetic_benchmark.py --model vgg
 """
 
@@ -41,10 +44,14 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
 
-    rank, size = identity()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29512")
-    dist.init_process_group("gloo", rank=rank, world_size=size)
+    if all(k in os.environ for k in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")):
+        dist.init_process_group("gloo")  # env://, as an unmodified DDP script does
+        rank, size = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, size = identity()
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29512")
+        dist.init_process_group("gloo", rank=rank, world_size=size)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = DistributedDataParallel(MODELS[args.model]())

@@ -1,4 +1,5 @@
-// srun (S_CTX_LOCAL): makes an enabled step use PMIx.
+// srun (S_CTX_LOCAL): makes an enabled step use PMIx, and end when a task
+// fails (srun --kill-on-bad-exit, unless the user chose otherwise).
 //
 // srun reads SLURM_MPI_TYPE while it parses its options, before option
 // callbacks or init_post_opt run, so slurm_spank_init predicts the final mode
@@ -40,6 +41,16 @@ void local_init(spank_t /*sp*/, PluginState& st) {
       throw PluginError("could not set SLURM_MPI_TYPE=pmix for --horovod");
     }
     st.forced_pmix = true;
+  }
+  // A rank that fails (an engine error: a lost, stopped or cut-off peer)
+  // ends the step: srun kills the other tasks, a stopped one included, and
+  // exits, so the allocation is given back. Read by srun with its options,
+  // like SLURM_MPI_TYPE; an explicit -K/--kill-on-bad-exit (=0 too) or
+  // SLURM_KILL_BAD_EXIT is the user's choice and stays.
+  if (needs_kill_on_bad_exit(mode_enabled(mode), args, std::getenv("SLURM_KILL_BAD_EXIT"))) {
+    if (setenv("SLURM_KILL_BAD_EXIT", "1", 1) != 0) {
+      throw PluginError("could not set SLURM_KILL_BAD_EXIT=1 for --horovod");
+    }
   }
 }
 

@@ -10,7 +10,9 @@
 #include "spank_api.h"
 
 #include "config.h"
+#include "hwloc_loader.h"
 #include "mode.h"
+#include "torch_env.h"
 
 namespace tandem::plugin {
 
@@ -29,6 +31,16 @@ struct PluginState {
   bool forced_pmix = false;
   std::optional<std::string> explicit_mpi;
 
+  // slurmstepd only: torch.distributed's rendezvous for this step, found once
+  // per node in slurm_spank_user_init (before the tasks are forked) and
+  // exported into each task with the identity.
+  std::optional<TorchRendezvous> torch;
+
+  // slurmstepd only: the node's live topology, loaded once per step before
+  // the tasks are forked (remote_user_init), for every task to cut to its
+  // own cgroup instead of loading it again.
+  std::optional<planner::LoadedTopology> node_topology;
+
   Mode mode() const { return option.value_or(config.default_mode); }
 };
 
@@ -38,6 +50,7 @@ PluginState& plugin_state();
 // throws PluginError; the dispatch turns it into slurm_error + failure.
 void local_init(spank_t sp, PluginState& st);
 void local_init_post_opt(spank_t sp, PluginState& st);
+void remote_user_init(spank_t sp, PluginState& st);
 void remote_task_init(spank_t sp, PluginState& st);
 
 }  // namespace tandem::plugin

@@ -12,6 +12,7 @@
 #include "spank_task_env.h"
 #include "task_binding.h"
 #include "task_setup.h"
+#include "torch_env.h"
 
 namespace tandem::plugin {
 namespace {
@@ -44,6 +45,27 @@ StepLayout step_layout(spank_t sp, const TaskEnv& env) {
 
 }  // namespace
 
+// Once per step, in slurmstepd before it forks the tasks. Rank 0's node
+// address is read from Slurm's configuration here, under Slurm's config lock,
+// rather than in each forked task where another thread might have held that
+// lock. The live topology is loaded here for all tasks (with 8 tasks on a node
+// each loading it at once, a task's start took 110-195 ms instead of 10-35);
+// a failure to load it is left for each task's own load to report.
+void remote_user_init(spank_t sp, PluginState& st) {
+  if (!mode_enabled(st.mode())) return;
+  const uint32_t step = item<uint32_t>(sp, S_JOB_STEPID, "the step id");
+  if (step >= kFirstSpecialStep) return;
+  SpankTaskEnv job_env(sp);  // the job's environment, which every task inherits
+  st.torch = torch_rendezvous(job_env, item<uint32_t>(sp, S_JOB_ID, "the job id"), step,
+                              slurm_node_address);
+  if (st.config.binding == "none" || !st.config.topology_xml.empty()) return;
+  try {
+    st.node_topology = planner::LoadedTopology::live_shared();
+  } catch (const std::exception&) {
+    st.node_topology.reset();
+  }
+}
+
 void remote_task_init(spank_t sp, PluginState& st) {
   const Mode mode = st.mode();
   if (!mode_enabled(mode)) return;
@@ -57,7 +79,10 @@ void remote_task_init(spank_t sp, PluginState& st) {
       compute_identity(layout, rank, local_rank, env.get("SLURMD_NODENAME").value_or(host_name()));
 
   export_task(st.config, id, single_nic(), env);
-  const BindingResult binding = bind_task(st.config, id, env);
+  const BindingResult binding =
+      bind_task(st.config, id, env, st.node_topology ? &*st.node_topology : nullptr);
+  if (!st.torch) throw PluginError("internal: torch.distributed's rendezvous was not prepared");
+  export_torch_env(id, *st.torch, env);
   if (mode == Mode::kVerbose) {
     const std::string line = describe_task(id, env, allowed_cpus(), binding.summary);
     std::fprintf(stderr, "%s\n", line.c_str());

@@ -57,11 +57,17 @@ SrunArgs scan_srun_args(const std::vector<std::string>& argv) {
       // are written in full in practice, and a prefix only risks a miss.
       if (name == "horovod") out.horovod = value ? *value : "on";
       if (name == "mpi" && value) out.mpi = *value;
+      if (name == "kill-on-bad-exit") out.kill_on_bad_exit = value ? *value : "1";
       continue;
     }
     // A cluster of short options: "-lN2" or "-N" "2". The first one that
     // takes an argument consumes the rest of the word or the next word.
+    // -K's argument is optional and so only ever the rest of the word.
     for (size_t j = 1; j < a.size(); ++j) {
+      if (a[j] == 'K') {
+        out.kill_on_bad_exit = j + 1 < a.size() ? std::string(a.substr(j + 1)) : "1";
+        break;
+      }
       if (kShortWithArg.find(a[j]) != std::string_view::npos) {
         if (j + 1 == a.size()) ++i;
         break;
@@ -69,6 +75,10 @@ SrunArgs scan_srun_args(const std::vector<std::string>& argv) {
     }
   }
   return out;
+}
+
+bool needs_kill_on_bad_exit(bool enabled, const SrunArgs& args, const char* env) {
+  return enabled && !args.kill_on_bad_exit && env == nullptr;
 }
 
 std::vector<std::string> own_argv() {

@@ -4,7 +4,9 @@
 //   local.cc      srun             PMIx for enabled steps
 //   (allocator)   sbatch/salloc    only the option (Slurm forwards its value
 //                                  to every srun in the job as kOptionEnv)
-//   remote.cc     slurmstepd       identity, injection, binding per task
+//   remote.cc     slurmstepd       torch.distributed's rendezvous and the
+//                                  node's topology once per step (user_init);
+//                                  identity, injection, binding per task
 // No exception leaves this file: each hook catches, logs one message through
 // slurm_error and returns an error, which makes srun/sbatch/the step fail.
 #include "spank_api.h"
@@ -91,6 +93,12 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
 int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
   return guarded("slurm_spank_init_post_opt", [&] {
     if (spank_context() == S_CTX_LOCAL) local_init_post_opt(sp, plugin_state());
+  });
+}
+
+int slurm_spank_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
+  return guarded("slurm_spank_user_init", [&] {
+    if (spank_context() == S_CTX_REMOTE) remote_user_init(sp, plugin_state());
   });
 }
 

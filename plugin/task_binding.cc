@@ -126,11 +126,15 @@ void export_env(const tp::TaskPlan& task, TaskEnv& env) {
 
 }  // namespace
 
-BindingResult bind_task(const Config& config, const TaskIdentity& id, TaskEnv& env) {
+BindingResult bind_task(const Config& config, const TaskIdentity& id, TaskEnv& env,
+                        const tp::LoadedTopology* node_topology) {
   if (config.binding == "none") return {"binding: none (binding=none in plugstack.conf)"};
   try {
-    tp::LoadedTopology topology = config.topology_xml.empty() ? tp::LoadedTopology::live()
-                                                              : tp::LoadedTopology::from_xml(config.topology_xml);
+    // The node's copy, cut to this task's cgroup, is what a live load here
+    // would read, without each task of the node discovering it again.
+    tp::LoadedTopology topology = !config.topology_xml.empty() ? tp::LoadedTopology::from_xml(config.topology_xml)
+                                  : node_topology            ? node_topology->for_this_process()
+                                                             : tp::LoadedTopology::live();
     tp::PlanRequest request;
     request.local_tasks = static_cast<int>(id.local_size);
     request.policy = config.policy;

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "config.h"
+#include "hwloc_loader.h"
 #include "identity.h"
 #include "task_env.h"
 
@@ -29,6 +30,9 @@ struct BindingResult {
   std::string summary;  // e.g. "binding: off (planner not integrated)"
 };
 
-BindingResult bind_task(const Config& config, const TaskIdentity& id, TaskEnv& env);
+// A live topology of the node loaded once before the tasks were forked
+// (planner::LoadedTopology::live_shared), or null: bind_task then loads its own.
+BindingResult bind_task(const Config& config, const TaskIdentity& id, TaskEnv& env,
+                        const planner::LoadedTopology* node_topology = nullptr);
 
 }  // namespace tandem::plugin

@@ -1,25 +1,42 @@
 #!/usr/bin/env bash
-# 2 ranks on two nodes of the local Slurm cluster (network namespaces joined
-# by a bridge: docs/cluster.md), one rank per node, float32 sum allreduce over
-# TCP, side by side in one run, every tool launched by srun:
+# NODES ranks on NODES nodes of the local Slurm cluster (network namespaces
+# joined by a bridge: docs/cluster.md), one rank per node, float32 sum
+# allreduce over TCP, side by side in one run, every tool launched by srun:
 #   tandem-bench       srun --horovod=on (PMIx bootstrap, TANDEM_TCP_IFNAME from the plugin)
 #   Open MPI 4.1       srun --mpi=pmix (Open MPI as a PMIx client of slurmstepd),
-#                      pml ob1, btl tcp,self on the node's bridge-side interface
+#                      pml ob1, btl tcp,self on the node's bridge-side interface,
+#                      its default (tuned) algorithm choice
 #   torch gloo         srun, env:// rendezvous at node1's bridge address, GLOO_SOCKET_IFNAME
-# and the link's ceiling: build/tests/unit/tcp/tcp-bandwidth under srun (both
-# ranks sendrecv at once, the allreduce's traffic pattern). Starts its own
-# cluster instance and always stops it. Needs root.
+# and the link's ceiling: build/tests/unit/tcp/tcp-bandwidth under srun on two
+# of the nodes (both ranks sendrecv at once, the 2-node allreduce's traffic
+# pattern). Starts its own cluster instance and always stops it. Needs root.
 #
 #   contrib/bench/compare-nodes.sh [BUILD_DIR]              (default: build)
 #   REPEAT=3 SIZES="-b 16 -e 256M -f 4" contrib/bench/compare-nodes.sh
-# With REPEAT=n the tools run n times, interleaved, and each size keeps its
-# best run (the machine is shared; see docs/engine.md).
+#   NODES=8 GLOO=0 SIZES="-b 8 -e 64M -f 8" contrib/bench/compare-nodes.sh
+# With REPEAT=n the tools run n times, interleaved: a table per run (with
+# the load average and the steal time of the run beside it), then one of
+# each size's best run (the machine is shared; see docs/engine.md).
+# GLOO=0 leaves gloo out, SHARED=1 adds tandem-bench -s -i (send buffers in
+# the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
+# gives every tool n timed calls per size (default: each tool's own, by
+# size; Open MPI's ranks poll without end, and with more ranks than cores a
+# call can take tens of ms). Each tool's run is cut off after RUN_TIMEOUT
+# seconds (900), and a rank that dies ends its step (srun -K): Open MPI 4.1.4
+# has crashed here after "connect() ... failed: Operation now in progress"
+# with 8 ranks on a loaded host (open-mpi/ompi#10734).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 sweep=${SIZES:--b 16 -e 256M -f 4}
 latency=${LATENCY:--b 8 -e 8}
 repeat=${REPEAT:-1}
+nodes=${NODES:-2}
+gloo=${GLOO:-1}
+shared=${SHARED:-0}
+link=${LINK:-1}
+iters=()
+[ -n "${ITERS:-}" ] && iters=(-n "$ITERS")
 bench=$build/tools/tandem-bench
 mpibench=$build/tools/mpi-allreduce-bench
 tcpbw=$build/tests/unit/tcp/tcp-bandwidth
@@ -27,6 +44,7 @@ for x in "$bench" "$mpibench" "$tcpbw"; do
   [ -x "$x" ] || { echo "compare-nodes.sh: $x missing: build first (ninja -C $build)" >&2; exit 2; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "compare-nodes.sh: needs root (the cluster uses network namespaces)" >&2; exit 2; }
+[ "$nodes" -ge 2 ] || { echo "compare-nodes.sh: NODES must be at least 2" >&2; exit 2; }
 
 name=nodes$$
 cdir=$build/cluster/$name
@@ -37,36 +55,95 @@ cleanup() {
 }
 trap cleanup EXIT
 "$root/contrib/cluster/start.sh" --name "$name" --dir "$cdir" --build "$build" \
-  --nodes 2 --cpus 8 --gpus 0 >&2
+  --nodes "$nodes" --cpus 8 --gpus 0 >&2
 # shellcheck disable=SC1091
 . "$cdir/env.sh"
 # shellcheck disable=SC1091
 . "$cdir/cluster.env"
 node1=${SUBNET%.0/24}.11   # start.sh gives nodeI the address SUBNET.(10+I) on eth0
 ifname=eth0
-srun2=(srun --immediate=30 -N 2 -n 2 --ntasks-per-node=1)
+srunn=(timeout "${RUN_TIMEOUT:-900}" srun --immediate=30 --kill-on-bad-exit=1 -N "$nodes" -n "$nodes" --ntasks-per-node=1)
+
+# CPU time stolen by the hypervisor, percent of all CPU time since the
+# last call (the "st" of top), from /proc/stat's cpu line.
+steal_prev=""
+steal() {
+  local now total
+  now=$(awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9}' /proc/stat)
+  if [ -n "$steal_prev" ]; then
+    total=$(echo "$steal_prev $now" | awk '{dt = $3 - $1; ds = $4 - $2; printf "%.0f", (dt > 0 ? 100 * ds / dt : 0)}')
+    echo "$total%"
+  fi
+  steal_prev=$now
+}
 
 for i in $(seq "$repeat"); do
-  echo "== run $i of $repeat (load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-  "${srun2[@]}" --horovod=on "$tcpbw" 256 >> "$out/link.txt"
+  run=$out/run$i
+  mkdir -p "$run"
+  steal >/dev/null
+  echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" > "$run/conditions"
+  echo "== run $i of $repeat ($(cat "$run/conditions"))" >&2
+  if [ "$link" = 1 ]; then
+    srun --immediate=30 -N 2 -n 2 --ntasks-per-node=1 --horovod=on "$tcpbw" 256 >> "$run/link.txt"
+  fi
   for sizes in "$latency" "$sweep"; do
     # shellcheck disable=SC2086
-    "${srun2[@]}" --horovod=on "$bench" $sizes >> "$out/tandem.txt"
-    # shellcheck disable=SC2086
-    TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "${srun2[@]}" --horovod=on "$bench" -s -i $sizes >> "$out/tandem-shared.txt"
+    "${srunn[@]}" --horovod=on "$bench" $sizes "${iters[@]}" >> "$run/tandem.txt" ||
+      echo "compare-nodes.sh: tandem-bench failed or ran out of time ($sizes)" >&2
+    if [ "$shared" = 1 ]; then
+      # shellcheck disable=SC2086
+      TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "${srunn[@]}" --horovod=on "$bench" -s -i $sizes "${iters[@]}" >> "$run/tandem-shared.txt"
+    fi
     # shellcheck disable=SC2086
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$ifname \
-      "${srun2[@]}" --mpi=pmix "$mpibench" $sizes >> "$out/mpi.txt"
-    # shellcheck disable=SC2086
-    MASTER_ADDR=$node1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=$ifname \
-      "${srun2[@]}" /usr/bin/python3 "$root/contrib/bench/gloo_allreduce.py" --launched $sizes \
-      >> "$out/gloo.txt" 2>/dev/null || echo "compare-nodes.sh: gloo run failed" >&2
+      "${srunn[@]}" --mpi=pmix "$mpibench" $sizes "${iters[@]}" >> "$run/mpi.txt" ||
+      echo "compare-nodes.sh: mpi-allreduce-bench failed or ran out of time ($sizes)" >&2
+    if [ "$gloo" = 1 ]; then
+      # shellcheck disable=SC2086
+      MASTER_ADDR=$node1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=$ifname \
+        "${srunn[@]}" /usr/bin/python3 "$root/contrib/bench/gloo_allreduce.py" --launched $sizes \
+        >> "$run/gloo.txt" 2>/dev/null || echo "compare-nodes.sh: gloo run failed" >&2
+    fi
   done
+  echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, steal $(steal) of CPU time during the run" >> "$run/conditions"
 done
 
-echo
-echo "link ceiling (tcp-bandwidth, 2 ranks on 2 nodes, both directions at once; best of $repeat):"
-/usr/bin/python3 - "$out/link.txt" <<'PY'
+table() {  # table TITLE FILE_PREFIX...: one table over the runs given
+  local title=$1; shift
+  local cols=() ratios=(--ratio "vs mpi=tandem:mpi tcp")
+  local f
+  for label in tandem tandem-shared mpi gloo; do
+    local files=()
+    for d in "$@"; do [ -s "$d/$label.txt" ] && files+=("$d/$label.txt"); done
+    [ ${#files[@]} -gt 0 ] || continue
+    cat "${files[@]}" > "$out/$label.all"
+    case $label in
+      tandem) cols+=(--col "tandem=$out/$label.all") ;;
+      tandem-shared) cols+=(--col "tandem -s=$out/$label.all")
+                     ratios+=(--ratio "-s vs mpi=tandem -s:mpi tcp") ;;
+      mpi) cols+=(--col "mpi tcp=$out/$label.all") ;;
+      gloo) cols+=(--col "gloo=$out/$label.all"); ratios+=(--ratio "vs gloo=tandem:gloo") ;;
+    esac
+  done
+  /usr/bin/python3 "$root/contrib/bench/compare_table.py" --title "$title" "${cols[@]}" "${ratios[@]}"
+}
+
+what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
+for i in $(seq "$repeat"); do
+  echo
+  echo "run $i of $repeat: $(paste -sd';' "$out/run$i/conditions" | sed 's/;/; /')"
+  table "$what" "$out/run$i"
+done
+if [ "$repeat" -gt 1 ]; then
+  echo
+  echo "best of $repeat runs per tool and size:"
+  table "$what" "$out"/run*
+fi
+if [ "$link" = 1 ]; then
+  echo
+  echo "link ceiling (tcp-bandwidth, 2 ranks on 2 nodes, both directions at once; best of $repeat):"
+  cat "$out"/run*/link.txt > "$out/link.all"
+  /usr/bin/python3 - "$out/link.all" <<'PY'
 import sys
 best = {}
 for line in open(sys.argv[1]):
@@ -76,8 +153,4 @@ for line in open(sys.argv[1]):
 for size, gbs in sorted(best.items()):
     print("  %4d MiB  %.2f GB/s per direction" % (size >> 20, gbs))
 PY
-/usr/bin/python3 "$root/contrib/bench/compare_table.py" \
-  --title "float32 sum allreduce, 2 ranks on 2 nodes over TCP, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw" \
-  --col "tandem=$out/tandem.txt" --col "tandem -s=$out/tandem-shared.txt" \
-  --col "mpi tcp=$out/mpi.txt" --col "gloo=$out/gloo.txt" \
-  --ratio "vs mpi=tandem:mpi tcp" --ratio "vs gloo=tandem:gloo" --ratio "-s vs best=tandem -s:mpi tcp,gloo"
+fi

@@ -42,6 +42,7 @@ def size_name(b):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--title", required=True)
+    p.add_argument("--note", action="append", default=[], help="a line printed under the title")
     p.add_argument("--col", action="append", required=True, help="LABEL=FILE")
     p.add_argument("--ratio", action="append", default=[], help="NAME=TOOL:REF[,REF...]")
     a = p.parse_args()
@@ -54,6 +55,8 @@ def main():
         ratios.append((name, tool, refs.split(",")))
     sizes = sorted(set().union(*[d.keys() for d in data.values()]))
     print(f"\n{a.title}")
+    for note in a.note:
+        print(note)
     print("%6s" % "size" + "".join("%20s" % label for label, _ in cols) +
           "".join(" %8s" % name for name, _, _ in ratios))
     for s in sizes:

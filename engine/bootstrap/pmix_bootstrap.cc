@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <mutex>
+#include <unistd.h>
 #include <pmix.h>
 #include <set>
 #include <string>
@@ -40,25 +43,74 @@ struct ValueDeleter {
 };
 using ValuePtr = std::unique_ptr<pmix_value_t, ValueDeleter>;
 
-// The PMIx client session: initialised once per bootstrap (PMIx counts
-// Init/Finalize pairs, so nesting with another PMIx user in the process is
-// fine).
+// The PMIx client session of the process. PMIx_Init runs when the first
+// bootstrap needs it; PMIx_Finalize not when the bootstrap goes but when
+// the process exits (and no bootstrap is left): a job may leave and join
+// again (tandem_finalize, tandem_init) any number of times, and a PMIx
+// client that finalized and initialized again is not something every PMIx
+// version and server handles (nor needs: the job's namespace and rank do
+// not change). PMIx counts Init/Finalize pairs, so another PMIx user in the
+// process is not disturbed.
 class Session {
  public:
   Session() {
-    pmix_status_t rc = PMIx_Init(&me_, nullptr, 0);
-    if (rc != PMIX_SUCCESS)
-      throw BootstrapError("PMIx_Init failed: " + pmix_text(rc) +
-                           ": no PMIx server answered (start the job with srun --mpi=pmix or "
-                           "mpirun; without a PMIx launcher set TANDEM_BOOTSTRAP=tcp or single)");
+    std::lock_guard<std::mutex> lock(mu());
+    State& s = state();
+    if (!s.initialized) {
+      pmix_status_t rc = PMIx_Init(&s.me, nullptr, 0);
+      if (rc != PMIX_SUCCESS)
+        throw BootstrapError("PMIx_Init failed: " + pmix_text(rc) +
+                             ": no PMIx server answered (start the job with srun --mpi=pmix or "
+                             "mpirun; without a PMIx launcher set TANDEM_BOOTSTRAP=tcp or single)");
+      s.initialized = true;
+      s.pid = getpid();
+      std::atexit(finalize_at_exit);
+    }
+    me_ = s.me;
+    generation_ = s.sessions++;
+    ++s.live;
   }
-  ~Session() { PMIx_Finalize(nullptr, 0); }
+  ~Session() {
+    std::lock_guard<std::mutex> lock(mu());
+    --state().live;
+  }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   const pmix_proc_t& me() const { return me_; }
+  // How many bootstraps this process made before this one: every rank of
+  // the job makes the same sequence, so it numbers the job's sessions.
+  uint64_t generation() const { return generation_; }
 
  private:
+  struct State {
+    bool initialized = false;
+    pmix_proc_t me{};
+    uint64_t sessions = 0;
+    int live = 0;
+    pid_t pid = 0;  // the process that initialized PMIx
+  };
+  static std::mutex& mu() {
+    static auto* m = new std::mutex;
+    return *m;
+  }
+  static State& state() {
+    static auto* s = new State;
+    return *s;
+  }
+  // A bootstrap still alive at exit (the program never called
+  // tandem_finalize) may have threads inside PMIx: leave it alone then. A
+  // forked child that exits must not finalize its parent's PMIx client.
+  static void finalize_at_exit() {
+    std::lock_guard<std::mutex> lock(mu());
+    State& s = state();
+    if (s.initialized && s.live == 0 && s.pid == getpid()) {
+      PMIx_Finalize(nullptr, 0);
+      s.initialized = false;
+    }
+  }
+
   pmix_proc_t me_;
+  uint64_t generation_ = 0;
 };
 
 // An integer value of any PMIx integer type.
@@ -183,12 +235,15 @@ PmixBootstrap::PmixBootstrap(std::chrono::milliseconds timeout) {
   identity_ = std::move(id);
 }
 
-// Each allgather puts one key "tandem.ag.<n>" (n never repeats), fences with
-// data collection, then reads every rank's copy from the local cache. A blob
+// Each allgather puts one key "tandem.<g>.ag.<n>" (g: the session, n: the
+// operation; the pair never repeats in a process, as PMIx keeps every
+// rank's earlier values), fences with data collection, then reads every
+// rank's copy. A blob
 // travels with a one-byte header so that an empty blob is never an empty
 // PMIx byte object (which some PMIx versions refuse).
 std::vector<Bytes> PmixBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
-  const std::string key = "tandem.ag." + std::to_string(next_op_++);
+  const std::string key = "tandem." + std::to_string(session_.generation()) + ".ag." +
+                          std::to_string(next_op_++);
   Bytes framed;
   framed.reserve(mine.size() + 1);
   framed.push_back('T');

@@ -5,11 +5,19 @@
 // else, so a foreign process never reaches the keys.
 //
 //   client -> server                         server -> client
-//   HELLO  token, rank u32, size u32         OK | REJECTED reason
+//   HELLO  token, rank u32, size u32         OK session u32 | REJECTED reason
 //   SET    key, value                        OK
 //   GET    key, timeout_ms u64               VALUE value | MISSING | LOST rank u32
 //   DEL    key                               (no reply)
 //   BYE                                      (no reply)
+//
+// A process may join, leave (BYE) and join again (tandem_init after
+// tandem_finalize): HELLO's answer numbers this rank's joins (0, 1, ...),
+// and every rank joins the same number of times, so the n-th join of every
+// rank is the job's session n. Clients put their keys under "s<session>/",
+// so a session never reads a key an earlier one left behind; once every
+// rank of the job has joined session n, every rank has left the sessions
+// before it and their keys are dropped.
 //
 // GET waits in the server until the key is set or the timeout passes
 // (timeout 0: just look). LOST answers a GET that would wait while a rank has

@@ -1,6 +1,8 @@
 #include "bootstrap/tcp_bootstrap.h"
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "bootstrap/identity.h"
 #include "bootstrap/tcp_store_client.h"
@@ -13,13 +15,35 @@ namespace {
 
 std::string ms_text(std::chrono::milliseconds t) { return std::to_string(t.count()) + " ms"; }
 
+// The store a rank 0 hosts outlives its TcpBootstrap: a process that leaves
+// the job and joins again (tandem_finalize, tandem_init) finds it still
+// serving, as do the other ranks, some of which may already have joined the
+// next session while rank 0 waits for the slow ones to leave this one. One
+// per port, for the life of the process (never destroyed: its thread ends
+// with the process, like the ranks' connections to it).
+std::shared_ptr<TcpStoreServer> hosted_store(const std::string& token, uint16_t port) {
+  static std::mutex mu;
+  static auto* stores = new std::map<uint16_t, std::shared_ptr<TcpStoreServer>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = stores->find(port);
+  if (it != stores->end()) {
+    if (!it->second->accepts(token))
+      throw BootstrapError("rank 0 already hosts a rendezvous store on port " +
+                           std::to_string(port) + " for another job token");
+    return it->second;
+  }
+  auto store = std::make_shared<TcpStoreServer>(token, port);
+  (*stores)[port] = store;
+  return store;
+}
+
 }  // namespace
 
 TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
   const auto deadline = Clock::now() + options_.timeout;
   if (options_.host_store) {
     try {
-      server_ = std::make_unique<TcpStoreServer>(options_.token, options_.addr.port);
+      server_ = hosted_store(options_.token, options_.addr.port);
     } catch (const SystemError& e) {
       throw BootstrapError(std::string("rank 0 cannot run the rendezvous store: ") + e.what() +
                            ": pick a free port in TANDEM_RENDEZVOUS_ADDR (or run the store "
@@ -28,6 +52,8 @@ TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
   }
   client_ = std::make_unique<TcpStoreClient>(options_.addr, options_.token, options_.rank,
                                              options_.size, deadline);
+  session_ = client_->session();
+  prefix_ = "s" + std::to_string(session_) + "/";
   // Identity exchange: "<node name>\n<job id proposal>"; rank 0's job id wins.
   std::string mine = options_.node_name + "\n" +
                      (options_.job_id.empty() && options_.rank == 0 ? random_job_id("tcp")
@@ -48,10 +74,12 @@ TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
 
 TcpBootstrap::~TcpBootstrap() {
   client_.reset();  // BYE: this rank leaves cleanly
-  if (server_ && !server_->wait_until_idle(Clock::now() + options_.timeout))
+  // The store stays up (hosted_store) but this process may exit next: wait
+  // until the session's other ranks are done with it.
+  if (server_ && !server_->wait_until_session_left(session_, Clock::now() + options_.timeout))
     std::fprintf(stderr,
-                 "tandem: rank 0 stops the rendezvous store while ranks are still connected "
-                 "after %lld ms\n",
+                 "tandem: rank 0 leaves while ranks of its session are still connected to the "
+                 "rendezvous store it hosts after %lld ms\n",
                  static_cast<long long>(options_.timeout.count()));
 }
 
@@ -69,7 +97,7 @@ std::string TcpBootstrap::missing_ranks(const std::string& prefix) {
 
 std::vector<Bytes> TcpBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  const std::string prefix = "ag/" + std::to_string(next_op_++) + "/";
+  const std::string prefix = prefix_ + "ag/" + std::to_string(next_op_++) + "/";
   const std::string my_key = prefix + std::to_string(identity_.rank);
   auto earlier_keys = std::move(own_keys_);
   own_keys_ = {my_key};
@@ -96,7 +124,7 @@ Bytes TcpBootstrap::broadcast(const Bytes& value, int root, std::chrono::millise
     throw InvalidArgument("bootstrap broadcast: root " + std::to_string(root) +
                           " is not a rank of this job of size " + std::to_string(options_.size));
   const auto deadline = Clock::now() + timeout;
-  const std::string key = "bc/" + std::to_string(next_op_++);
+  const std::string key = prefix_ + "bc/" + std::to_string(next_op_++);
   try {
     if (identity_.rank == root) {
       client_->set(key, value, deadline);

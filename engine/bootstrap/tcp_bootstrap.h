@@ -3,9 +3,10 @@
 // TANDEM_SIZE (see docs/bootstrap.md). Node membership is learned by
 // exchanging node names (hostnames by default) through the store.
 //
-// Keys are never reused: operation n of the job writes "ag/<n>/<rank>" (or
-// "bc/<n>" for a broadcast), and every rank runs the same sequence of
-// operations. A rank deletes its own keys of earlier operations once an
+// Keys are never reused: operation n of session s (the how-many-th time
+// this rank joined the store, store_protocol.h) writes "s<s>/ag/<n>/<rank>"
+// (or "s<s>/bc/<n>" for a broadcast), and every rank runs the same sequence
+// of operations. A rank deletes its own keys of earlier operations once an
 // allgather completes, because then every rank has posted that allgather's
 // key and so has finished reading everything before it: the store stays small
 // however long the job runs.
@@ -42,7 +43,8 @@ class TcpBootstrap : public Bootstrap {
   // naming the store or the ranks at fault.
   explicit TcpBootstrap(Options options);
   // Leaves the store; a hosting rank 0 waits (up to the join timeout) for the
-  // other ranks to leave before it takes the store down.
+  // other ranks of its session to leave. The store it hosts keeps serving
+  // until the process exits, so that the job can join again.
   ~TcpBootstrap() override;
 
   const Identity& identity() const override { return identity_; }
@@ -53,9 +55,11 @@ class TcpBootstrap : public Bootstrap {
   std::string missing_ranks(const std::string& prefix);
 
   Options options_;
-  std::unique_ptr<TcpStoreServer> server_;
+  std::shared_ptr<TcpStoreServer> server_;
   std::unique_ptr<TcpStoreClient> client_;
   Identity identity_;
+  uint32_t session_ = 0;
+  std::string prefix_;  // "s<session>/"
   uint64_t next_op_ = 0;
   std::vector<std::string> own_keys_;  // this rank's keys not yet known to be read by all
 };

@@ -30,6 +30,8 @@ TcpStoreClient::TcpStoreClient(const HostPort& addr, const std::string& token, i
     throw BootstrapError(name_ + " refused rank " + std::to_string(rank) + ": " + why + hint);
   }
   if (code != store::Reply::kOk) store_lost("unexpected answer to HELLO");
+  session_ = r.u32();
+  if (!r.done()) store_lost("malformed answer to HELLO");
 }
 
 TcpStoreClient::~TcpStoreClient() {

@@ -31,6 +31,9 @@ class TcpStoreClient {
   void del(const std::string& key);
 
   const HostPort& address() const { return addr_; }
+  // How many times this rank joined the store before this connection (the
+  // job's session number, store_protocol.h).
+  uint32_t session() const { return session_; }
 
  private:
   void send_frame(const Bytes& frame, Deadline deadline);
@@ -42,6 +45,7 @@ class TcpStoreClient {
   HostPort addr_;
   std::string name_;  // "rendezvous store at host:port"
   Fd fd_;
+  uint32_t session_ = 0;
 };
 
 }  // namespace tandem

@@ -59,8 +59,10 @@ struct Conn {
   Bytes out;
   bool authed = false;
   bool bye = false;
+  bool left = false;  // counted out of the members (leave())
   bool dead = false;
   int rank = -1;
+  uint32_t session = 0;  // this rank's join count when it said HELLO
   Deadline hello_deadline;
   bool waiting = false;
   std::string wait_key;
@@ -76,6 +78,25 @@ struct TcpStoreServer::Impl {
   std::map<std::string, Bytes> kv;
   int job_size = -1;
   int lost_rank = -1;  // first rank that dropped its connection without BYE
+  std::map<int, uint32_t> joins;  // HELLOs accepted per rank
+
+  // Keys "s<n>/..." of sessions every rank has left (all have joined a later one).
+  void drop_finished_sessions() {
+    if (job_size <= 0 || static_cast<int>(joins.size()) < job_size) return;
+    uint32_t oldest = UINT32_MAX;
+    for (const auto& [rank, n] : joins) oldest = std::min(oldest, n - 1);  // current session
+    for (auto it = kv.begin(); it != kv.end();) {
+      const std::string& k = it->first;
+      const size_t slash = k.find('/');
+      uint32_t session = 0;
+      bool numbered = k.size() > 1 && k[0] == 's' && slash != std::string::npos && slash > 1;
+      for (size_t i = 1; numbered && i < slash; ++i) {
+        if (k[i] < '0' || k[i] > '9' || session > UINT32_MAX / 10 - 1) numbered = false;
+        else session = session * 10 + static_cast<uint32_t>(k[i] - '0');
+      }
+      it = numbered && session < oldest ? kv.erase(it) : std::next(it);
+    }
+  }
 
   void queue(Conn& c, store::Writer& w) {
     const Bytes& f = w.frame();
@@ -118,18 +139,36 @@ struct TcpStoreServer::Impl {
     if (job_size >= 0 && static_cast<int>(size) != job_size)
       return reject(c, "size " + std::to_string(size) + " differs from the job's size " +
                            std::to_string(job_size) + " (set TANDEM_SIZE the same on every rank)");
+    // A connection that said BYE has left, even while its close is still
+    // on the way: the same process joining again (tandem_init after
+    // tandem_finalize) is not a second process claiming the rank.
     for (auto& o : conns)
-      if (o.authed && !o.dead && o.rank == static_cast<int>(rank))
+      if (o.authed && !o.dead && !o.bye && o.rank == static_cast<int>(rank))
         return reject(c, "rank " + std::to_string(rank) + " has already joined from " + o.peer +
                              " (is TANDEM_RANK unique per process?)");
     job_size = static_cast<int>(size);
     c.authed = true;
     c.rank = static_cast<int>(rank);
+    c.session = joins[c.rank]++;
     {
       std::lock_guard<std::mutex> lock(srv->mu_);
       ++srv->members_;
+      ++srv->session_members_[c.session];
     }
-    queue_simple(c, store::Reply::kOk);
+    drop_finished_sessions();
+    store::Writer w(static_cast<uint8_t>(store::Reply::kOk));
+    w.u32(c.session);
+    queue(c, w);
+  }
+
+  // The member left (BYE) or its connection closed: it no longer counts.
+  void leave(Conn& c) {
+    if (!c.authed || c.left) return;
+    c.left = true;
+    std::lock_guard<std::mutex> lock(srv->mu_);
+    --srv->members_;
+    if (--srv->session_members_[c.session] == 0) srv->session_members_.erase(c.session);
+    srv->cv_.notify_all();
   }
 
   void get(Conn& c, const std::string& key, uint64_t timeout_ms) {
@@ -182,6 +221,7 @@ struct TcpStoreServer::Impl {
       }
       case store::Op::kBye:
         c.bye = true;
+        leave(c);
         return;
       default:
         return reject(c, "unknown request " + std::to_string(static_cast<int>(op)));
@@ -246,9 +286,7 @@ struct TcpStoreServer::Impl {
               write_to(o);
             }
         }
-        std::lock_guard<std::mutex> lock(srv->mu_);
-        --srv->members_;
-        srv->cv_.notify_all();
+        leave(*it);
       }
       it = conns.erase(it);
     }
@@ -272,6 +310,11 @@ TcpStoreServer::~TcpStoreServer() {
 bool TcpStoreServer::wait_until_idle(Deadline deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_until(lock, deadline, [&] { return members_ == 0; });
+}
+
+bool TcpStoreServer::wait_until_session_left(uint32_t session, Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return session_members_.count(session) == 0; });
 }
 
 void TcpStoreServer::run() {

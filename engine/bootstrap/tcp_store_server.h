@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,10 +28,15 @@ class TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const { return port_; }
+  bool accepts(const std::string& token) const { return token == token_; }
   // Waits until every rank that joined has left (BYE or closed), or the
   // deadline passes; true when none is left. Used by a rank 0 that hosts the
   // store so that it does not pull the store from under slower peers.
   bool wait_until_idle(Deadline deadline);
+  // The same for the members of one session (store_protocol.h): a rank 0
+  // that hosts the store and leaves waits for its session's peers only, as
+  // fast ones may already have joined the next one.
+  bool wait_until_session_left(uint32_t session, Deadline deadline);
 
  private:
   struct Impl;
@@ -43,7 +49,8 @@ class TcpStoreServer {
   std::unique_ptr<Impl> impl_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int members_ = 0;  // authenticated connections open now
+  int members_ = 0;  // authenticated connections that have not left
+  std::map<uint32_t, int> session_members_;  // the same, by session
   std::thread thread_;
 };
 

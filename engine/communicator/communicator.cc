@@ -63,9 +63,12 @@ std::vector<std::vector<int>> ranks_by_node(const Identity& id) {
 CommunicatorOptions CommunicatorOptions::from_environment() {
   CommunicatorOptions o;
   o.timeout = timeout_from_environment();
+  o.allreduce_algorithm = allreduce_algorithm_from_environment();
   o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
   o.shm_arena_bytes = shm_arena_bytes_from_environment();
   o.shm_spin_us = shm_spin_us_from_environment();
+  o.shm_stats = shm_stats_from_environment();
+  o.shm_cma = shm_cma_from_environment();
   return o;
 }
 
@@ -78,6 +81,9 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
   so.chunk_bytes = options.shm_chunk_bytes;
   so.arena_bytes = options.shm_arena_bytes;
   so.spin_us = options.shm_spin_us;
+  so.stats = options.shm_stats;
+  so.cma = options.shm_cma;
+  so.allreduce_path = static_cast<ShmAllreducePath>(options.shm_allreduce_path);
   shm_ = std::make_unique<ShmGroup>(*bootstrap_, so);
   if (id_.cross_size > 1) {
     if (!connect_)
@@ -123,6 +129,7 @@ void Communicator::poison(const std::exception_ptr& e) {
   {
     std::lock_guard<std::mutex> lock(poison_mu_);
     if (!failed_) failed_ = e;
+    poisoned_.store(true, std::memory_order_release);
   }
   shm_->abort(kind, msg);
   if (cross_) cross_->abort(msg);
@@ -131,9 +138,9 @@ void Communicator::poison(const std::exception_ptr& e) {
 
 template <typename F>
 void Communicator::run(F&& body) {
-  {
+  if (poisoned_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(poison_mu_);
-    if (failed_) std::rethrow_exception(failed_);
+    std::rethrow_exception(failed_);
   }
   try {
     body();
@@ -202,14 +209,14 @@ void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t c
     // the reduction, out) and cut the transfer into chunk-sized round trips.
     // The cross-node transport reads send and writes recv directly instead.
     // (With a result sink or input source the node stage does that work.)
-    tandem::allreduce(*cross_, send, recv, count, r);
+    tandem::allreduce(*cross_, send, recv, count, r, options_.allreduce_algorithm);
     return;
   }
   Reduction across = r;
   across.prescale = 1.0;  // applied once, inside the node
   if (uniform_) {
     shm_->allreduce(send, recv, count, r, [&](void* part, size_t n) {
-      tandem::allreduce(*cross_, part, n, across);
+      tandem::allreduce(*cross_, part, n, across, options_.allreduce_algorithm);
     }, out, source);
     return;
   }
@@ -217,7 +224,7 @@ void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t c
   Reduction node = r;
   node.finalize = false;
   shm_->allreduce(send, recv, count, node);
-  if (id_.local_rank == 0) tandem::allreduce(*cross_, recv, count, across);
+  if (id_.local_rank == 0) tandem::allreduce(*cross_, recv, count, across, options_.allreduce_algorithm);
   shm_->broadcast(recv, count * dtype_size(r.dtype), 0);
   if (out) (*out)(0, recv, count * dtype_size(r.dtype));
 }
@@ -390,5 +397,6 @@ Doorbell& Communicator::doorbell() { return shm_->doorbell(); }
 void* Communicator::allocate_shared(size_t bytes) { return shm_->allocate(bytes); }
 void Communicator::free_shared(void* p) { shm_->free(p); }
 bool Communicator::is_shared(const void* p, size_t bytes) const { return shm_->in_arena(p, bytes); }
+bool Communicator::shm_single_copy() const { return shm_->single_copy(); }
 
 }  // namespace tandem

@@ -20,6 +20,7 @@
 // waits for this rank.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "collectives/allreduce_algorithms.h"
 #include "collectives/reduce.h"
 #include "common/input_source.h"
 #include "transport/transport.h"
@@ -48,11 +50,17 @@ struct CommunicatorOptions {
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
+  bool shm_stats = false;                      // TANDEM_SHM_STATS
+  bool shm_cma = true;                         // TANDEM_SHM_CMA
+  // Tests: force one node-local allreduce algorithm (shm/shm_group.h).
+  int shm_allreduce_path = 0;                  // 0 auto, 1 staged, 2 direct
   // Connect the transport joining every rank in the constructor rather than
   // on first use, so that the bootstrap is never used after construction
   // (a process set's bootstrap only works while the whole world takes part:
   // bootstrap/subset_bootstrap.h).
   bool connect_world_at_start = false;
+  // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
@@ -110,6 +118,9 @@ class Communicator {
   void* allocate_shared(size_t bytes);
   void free_shared(void* p);
   bool is_shared(const void* p, size_t bytes) const;
+  // Whether this node's ranks read and write each other's private buffers
+  // with single copies (shm/peer_memory.h); false when refused or off.
+  bool shm_single_copy() const;
 
   // Round wake-ups among this node's ranks (shm/doorbell.h). They reach
   // every rank only when the job lies on one node; across nodes a
@@ -142,6 +153,7 @@ class Communicator {
   std::unique_ptr<Transport> world_;  // every rank, on first use
   std::mutex poison_mu_;
   std::exception_ptr failed_;
+  std::atomic<bool> poisoned_{false};  // failed_ is set: every call checks this, not the mutex
 };
 
 }  // namespace tandem

@@ -292,4 +292,29 @@ std::vector<Coordinator::Pending> Coordinator::pending() const {
   return out;
 }
 
+std::optional<std::vector<int>> Coordinator::missing(const std::string& name) const {
+  auto it = table_.find(name);
+  if (it == table_.end()) return std::nullopt;
+  std::vector<int> out;
+  for (size_t r = 0; r < it->second.per_rank.size(); ++r)
+    if (!it->second.per_rank[r] && !joined_[r]) out.push_back(global_ranks_[r]);
+  return out;
+}
+
+std::optional<std::vector<int>> Coordinator::missing_bit(size_t bit) const {
+  auto it = partial_bits_.find(bit);
+  if (it == partial_bits_.end()) return std::nullopt;
+  std::vector<int> out;
+  for (size_t r = 0; r < it->second.have.size(); ++r)
+    if (!it->second.have[r] && !joined_[r]) out.push_back(global_ranks_[r]);
+  return out;
+}
+
+std::vector<int> Coordinator::not_joined() const {
+  std::vector<int> out;
+  for (size_t r = 0; r < joined_.size(); ++r)
+    if (!joined_[r]) out.push_back(global_ranks_[r]);
+  return out;
+}
+
 }  // namespace tandem::runtime

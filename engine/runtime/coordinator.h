@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ class Coordinator {
     Clock::time_point since;   // first request seen
   };
   std::vector<Pending> pending() const;
+
+  // For the deadlock check (deadlock.h): the global ranks that have not yet
+  // asked for the tensor this rank announced in full as `name` (or by cache
+  // `bit`) and have not joined; nullopt when there is no record of it (not
+  // negotiated in a round yet, or ready and about to run).
+  std::optional<std::vector<int>> missing(const std::string& name) const;
+  std::optional<std::vector<int>> missing_bit(size_t bit) const;
+  // Global ranks that have not joined (for a rank that waits in join).
+  std::vector<int> not_joined() const;
 
  private:
   struct TableEntry {

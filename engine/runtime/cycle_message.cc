@@ -80,14 +80,16 @@ class Reader {
   size_t pos_ = 0;
 };
 
-constexpr uint32_t kMagic = 0x544e4331;  // "TNC1": catches version skew
+constexpr uint32_t kMagic = 0x544e4332;  // "TNC2": catches version skew
+constexpr uint8_t kJoinedFlag = 1, kShutdownFlag = 2, kWaitsFlag = 4;
 
 }  // namespace
 
 Bytes CycleMessage::serialize() const {
   Writer w;
   w.put(kMagic);
-  w.put<uint8_t>(static_cast<uint8_t>((joined ? 1 : 0) | (shutdown ? 2 : 0)));
+  w.put<uint8_t>(static_cast<uint8_t>((joined ? kJoinedFlag : 0) | (shutdown ? kShutdownFlag : 0) |
+                                      (waits.empty() ? 0 : kWaitsFlag)));
   w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
   for (const Request& r : requests) {
     w.put_string(r.name);
@@ -103,6 +105,17 @@ Bytes CycleMessage::serialize() const {
   }
   w.put_words(cache_bits);
   w.put_words(invalid_bits);
+  if (!waits.empty()) {
+    w.put<uint32_t>(static_cast<uint32_t>(waits.size()));
+    for (const Wait& x : waits) {
+      w.put(x.set);
+      w.put(x.type);
+      w.put_string(x.name);
+      w.put(x.more);
+      w.put<uint32_t>(static_cast<uint32_t>(x.missing.size()));
+      for (int32_t r : x.missing) w.put(r);
+    }
+  }
   return w.take();
 }
 
@@ -113,8 +126,8 @@ CycleMessage CycleMessage::parse(const Bytes& bytes) {
                 "the same tandem version");
   CycleMessage m;
   auto flags = r.get<uint8_t>();
-  m.joined = flags & 1;
-  m.shutdown = flags & 2;
+  m.joined = flags & kJoinedFlag;
+  m.shutdown = flags & kShutdownFlag;
   auto n = r.get<uint32_t>();
   for (uint32_t i = 0; i < n; ++i) {
     Request q;
@@ -132,6 +145,19 @@ CycleMessage CycleMessage::parse(const Bytes& bytes) {
   }
   m.cache_bits = r.get_words();
   m.invalid_bits = r.get_words();
+  if (flags & kWaitsFlag) {
+    auto n_waits = r.get<uint32_t>();
+    for (uint32_t i = 0; i < n_waits; ++i) {
+      Wait x;
+      x.set = r.get<int32_t>();
+      x.type = r.get<uint8_t>();
+      x.name = r.get_string();
+      x.more = r.get<uint32_t>();
+      auto n_missing = r.get<uint32_t>();
+      for (uint32_t k = 0; k < n_missing; ++k) x.missing.push_back(r.get<int32_t>());
+      m.waits.push_back(std::move(x));
+    }
+  }
   if (!r.at_end()) throw Error("runtime: trailing bytes in a peer's cycle message");
   return m;
 }

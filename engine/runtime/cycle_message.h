@@ -17,9 +17,31 @@
 
 namespace tandem::runtime {
 
+// One operation a blocked rank waits for (deadlock.h): sent on the global
+// set only, and only by a rank whose threads have all been waiting for a
+// while with nothing new enqueued.
+struct Wait {
+  static constexpr uint8_t kJoin = 255;  // `type` of a wait in join
+  int32_t set = 0;       // process set id
+  uint8_t type = 0;      // OpType, or kJoin
+  std::string name;      // the tensor's name (a group's first)
+  uint32_t more = 0;     // other tensors of its group (grouped allreduce)
+  // Global ranks of the set that have not enqueued it (nor joined): it runs
+  // once each of them does.
+  std::vector<int32_t> missing;
+
+  bool operator==(const Wait& o) const {
+    return set == o.set && type == o.type && name == o.name && more == o.more &&
+           missing == o.missing;
+  }
+};
+
 struct CycleMessage {
   bool joined = false;    // this rank has called join and waits for the rest
   bool shutdown = false;  // this rank is shutting down
+  // Global set only: what this rank waits in, when it is blocked (deadlock.h);
+  // empty otherwise, and then it costs no byte.
+  std::vector<Wait> waits;
   std::vector<Request> requests;
   std::vector<uint64_t> cache_bits;    // ready cached entries, by bit position
   std::vector<uint64_t> invalid_bits;  // cache entries this rank found stale

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 #include <unordered_set>
 
 #include "common/errors.h"
@@ -122,6 +123,12 @@ void Runtime::wake() {
 Runtime::BlockedWaiter::BlockedWaiter(Runtime& rt, const HandleState& h) {
   if (h.done()) return;
   rt_ = &rt;
+  h_ = &h;
+  {
+    std::lock_guard<std::mutex> lock(rt.wait_mu_);
+    if (rt.waited_.empty()) rt.blocked_since_ = Clock::now();
+    ++rt.waited_[h_];
+  }
   rt.blocked_waiters_.fetch_add(1, std::memory_order_seq_cst);
   if (rt.in_window_.load(std::memory_order_seq_cst)) {
     // Taking the lock orders this with the window's predicate check, so
@@ -132,7 +139,11 @@ Runtime::BlockedWaiter::BlockedWaiter(Runtime& rt, const HandleState& h) {
 }
 
 Runtime::BlockedWaiter::~BlockedWaiter() {
-  if (rt_) rt_->blocked_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  if (!rt_) return;
+  rt_->blocked_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> lock(rt_->wait_mu_);
+  auto it = rt_->waited_.find(h_);
+  if (it != rt_->waited_.end() && --it->second == 0) rt_->waited_.erase(it);
 }
 
 void Runtime::throw_if_broken() const {
@@ -291,7 +302,10 @@ std::shared_ptr<HandleState> Runtime::join() {
 }
 
 int Runtime::wait_internal(const std::shared_ptr<HandleState>& h) {
-  h->wait();
+  {
+    BlockedWaiter blocked(*this, *h);
+    h->wait();
+  }
   int result = h->int_result();
   tandem_result_t code = h->result();
   std::string error = h->error();
@@ -376,16 +390,19 @@ void Runtime::loop() {
   // The batching window sleeps for tens of µs; the default timer slack
   // (50 µs) would more than double that.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  // SCHED_BATCH: same share of the CPU, but a wake-up does not preempt the
-  // running thread. The first enqueue of a step wakes this thread; where it
-  // shares a CPU with the framework (one core per rank), preempting made the
-  // enqueues and the batching window interleave (2 ranks, 100 x 16 KiB:
-  // 420 -> 375 us median; 4 ranks on 2 cores: 800 -> 750 us). It runs once
-  // the framework blocks in a wait, or at the next tick; on an idle core at
-  // once. Failure (a seccomp filter, say) only costs that gain. Device
-  // batches run under the default policy (DefaultScheduling below).
-  sched_param batch{};
-  pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+  // SCHED_OTHER by default: where this thread shares a core with the
+  // framework (one core per rank), its wake-up must preempt the framework's
+  // compute so that a step's negotiation and allreduces run while backward
+  // still produces gradients; under SCHED_BATCH the peers waited for this
+  // rank's time slice every step (torch and TF training 2-3x slower, bound).
+  // SCHED_BATCH (TANDEM_RUNTIME_SCHEDULING=batch) only helps enqueues that
+  // come back to back with no compute between them (100 x 16 KiB: ~10%).
+  // Failure (a seccomp filter, say) keeps the default. Device batches run
+  // under the default policy either way (DefaultScheduling below).
+  if (settings_.batch_scheduling) {
+    sched_param batch{};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+  }
   try {
     for (;;) {
       if (!wait_for_work()) {
@@ -521,15 +538,108 @@ bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
     fail_all(TANDEM_ERR_ABORTED, why.str());
     return false;
   }
+  if (set.id() == TANDEM_GLOBAL_PROCESS_SET && deadlocked(messages)) {
+    *shutdown_seen = true;
+    return false;
+  }
   std::vector<Response> responses = set.coordinator().decide(messages, Clock::now());
   execute(set, responses);
   reannounce_evicted(set);
   return true;
 }
 
+bool Runtime::deadlocked(std::vector<CycleMessage>& messages) {
+  std::vector<std::vector<Wait>> waits(messages.size());
+  bool any = false;
+  for (size_t r = 0; r < messages.size(); ++r) {
+    waits[r] = std::move(messages[r].waits);
+    any = any || !waits[r].empty();
+  }
+  DeadlockVerdict verdict = any ? find_deadlock(waits) : DeadlockVerdict{};
+  // Twice in a row, from the same messages on every rank: the same answer
+  // everywhere, and a thread that enqueued just after its rank's message
+  // was built has been seen by the second round.
+  if (verdict.found() && verdict == deadlock_candidate_) {
+    if (rank_ == 0) log_(LogLevel::kError, verdict.message);
+    fail_all(TANDEM_ERR_ABORTED, verdict.message);
+    return true;
+  }
+  deadlock_candidate_ = std::move(verdict);
+  return false;
+}
+
+std::vector<Wait> Runtime::describe_waits() {
+  const double seconds = settings_.deadlock_check_seconds;
+  if (seconds <= 0) return {};
+  const auto now = Clock::now();
+  const auto grace = ms(seconds * 1000);
+  // Held throughout: a waiting thread leaves its wait (~BlockedWaiter) only
+  // through this lock, so every handle in waited_ stays alive meanwhile.
+  // (Lock order: wait_mu_, then a set's mu or join_mu_; nothing takes
+  // wait_mu_ while holding those.)
+  std::lock_guard<std::mutex> waits_lock(wait_mu_);
+  if (waited_.empty() || now - blocked_since_ < grace) return {};
+  const Clock::time_point last_enqueue{std::chrono::duration_cast<Clock::duration>(
+      std::chrono::nanoseconds(last_work_ns_.load(std::memory_order_relaxed)))};
+  if (now - last_enqueue < grace) return {};
+  std::shared_ptr<HandleState> join;
+  {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    join = join_handle_;
+  }
+  const auto sets = sets_snapshot();
+  std::vector<Wait> out;
+  for (const auto& [h, threads] : waited_) {
+    if (h->done()) return {};  // its thread is about to go on
+    Wait w;
+    if (join && join.get() == h) {
+      w.type = Wait::kJoin;
+      w.name = "join";
+      for (int r : sets.front()->coordinator().not_joined())
+        if (r != rank_) w.missing.push_back(r);
+      out.push_back(std::move(w));
+      continue;
+    }
+    int tensors = 0, first_index = -1;
+    std::vector<int32_t> missing;
+    for (const auto& set : sets) {
+      if (!set->member()) continue;
+      std::lock_guard<std::mutex> lock(set->mu);
+      if (!set->fresh.empty()) return {};  // something to announce: not blocked
+      for (const auto& [name, e] : set->pending) {
+        if (e.handle.get() != h) continue;
+        std::optional<std::vector<int>> m;
+        if (e.announced == TensorEntry::Announced::kInFull) m = set->coordinator().missing(name);
+        else if (e.announced == TensorEntry::Announced::kByBit)
+          m = set->coordinator().missing_bit(e.bit);
+        if (!m) return {};  // not negotiated in a round yet
+        missing.insert(missing.end(), m->begin(), m->end());
+        ++tensors;
+        if (first_index < 0 || e.index < first_index) {
+          first_index = e.index;
+          w.set = set->id();
+          w.type = static_cast<uint8_t>(e.request.type);
+          w.name = name;
+        }
+      }
+    }
+    if (tensors == 0) return {};  // completed meanwhile
+    w.more = static_cast<uint32_t>(tensors - 1);
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    w.missing = std::move(missing);
+    out.push_back(std::move(w));
+  }
+  std::sort(out.begin(), out.end(), [](const Wait& a, const Wait& b) {
+    return std::tie(a.set, a.type, a.name) < std::tie(b.set, b.type, b.name);
+  });
+  return out;
+}
+
 CycleMessage Runtime::announce(ProcessSet& set) {
   CycleMessage m;
   if (set.id() == TANDEM_GLOBAL_PROCESS_SET) {
+    m.waits = describe_waits();
     m.shutdown = stop_ || !fatal_.empty();
     std::lock_guard<std::mutex> lock(join_mu_);
     m.joined = join_handle_ != nullptr;

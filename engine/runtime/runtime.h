@@ -28,9 +28,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/counters.h"
+#include "runtime/deadlock.h"
 #include "runtime/data_path.h"
 #include "runtime/device_path.h"
 #include "runtime/handle.h"
@@ -90,7 +92,8 @@ class Runtime {
 
   // Held by an API thread while it blocks on a handle that is not done: a
   // framework that waits has enqueued what it had, so the batching window
-  // closes at once instead of waiting for enqueues to pause.
+  // closes at once instead of waiting for enqueues to pause; and a rank
+  // whose threads all wait may be deadlocked (deadlock.h).
   class BlockedWaiter {
    public:
     BlockedWaiter(Runtime& rt, const HandleState& h);
@@ -100,6 +103,7 @@ class Runtime {
 
    private:
     Runtime* rt_ = nullptr;
+    const HandleState* h_ = nullptr;
   };
 
   HandleTable& handles() { return handles_; }
@@ -118,6 +122,11 @@ class Runtime {
   bool cycle_all();  // false once the runtime stops
   bool cycle(ProcessSet& set, bool* shutdown_seen);
   CycleMessage announce(ProcessSet& set);
+  // What this rank waits in, when it is blocked (deadlock.h); else empty.
+  std::vector<Wait> describe_waits();
+  // The global set's round: true when the same deadlock was found twice in
+  // a row (then every handle has failed and the runtime stops).
+  bool deadlocked(std::vector<CycleMessage>& messages);
   void reannounce_evicted(ProcessSet& set);
   void execute(ProcessSet& set, std::vector<Response>& responses);
   void run_internal(ProcessSet& global, Response& r);
@@ -166,6 +175,12 @@ class Runtime {
   std::atomic<int64_t> last_work_ns_{0};   // steady clock, of the latest enqueue
   std::atomic<bool> fatal_set_{false};     // fatal_ is not empty
   std::atomic<int> blocked_waiters_{0};    // API threads in a handle wait
+  // The handles API threads wait on (how many threads each), and since when
+  // the rank has had one (deadlock.h).
+  std::mutex wait_mu_;
+  std::unordered_map<const HandleState*, int> waited_;
+  std::chrono::steady_clock::time_point blocked_since_;
+  DeadlockVerdict deadlock_candidate_;  // the last round's (bg thread)
   std::atomic<bool> in_window_{false};     // the bg thread is in the batching window
   std::atomic<bool> stop_{false};
   std::mutex stop_mu_;

@@ -36,6 +36,8 @@ struct Settings {
   bool timeline_mark_cycles = false;
   double stall_check_seconds = 60;
   double stall_shutdown_seconds = 0;
+  double deadlock_check_seconds = 1;  // deadlock.h; 0: off
+  bool batch_scheduling = false;  // TANDEM_RUNTIME_SCHEDULING=batch
   LogLevel log_level = LogLevel::kWarning;
 
   using Getenv = std::function<const char*(const char*)>;

@@ -14,14 +14,38 @@ constexpr int kMaxLocalRanks = 512;
 
 enum class AbortKind : uint32_t { kNone = 0, kPeerLost = 1, kTimeout = 2, kAborted = 3 };
 
+// Bytes of a collective's input that travel in the line of the barrier
+// counter itself (RankControl::inline_data): a peer that sees the
+// arrival has the data in the same cache miss.
+constexpr size_t kInlineBytes = 24;
+
 struct alignas(64) RankControl {
   std::atomic<uint64_t> epoch;      // barriers this rank has arrived at
-  std::atomic<int32_t> pid;         // for liveness checks (pidfd)
+  // Small inputs, by parity of the barrier they precede (epoch & 1): a slot
+  // is rewritten two barriers later, after every reader passed the one in
+  // between (they read right after the barrier the slot precedes).
+  alignas(8) unsigned char inline_data[2][kInlineBytes];
+  // -- the lines below are written once per collective at most
+  alignas(64) std::atomic<int32_t> pid;  // for liveness checks (pidfd) and single-copy access
+  std::atomic<uint32_t> cma_ok;     // setup: 1 when this rank reached every peer (peer_memory.h)
   // Double-buffered by step parity (see ShmGroup): where this rank's input
   // of the step lies (segment offset), and one small value per step.
   std::atomic<uint64_t> offset[2];
   std::atomic<uint64_t> value[2];
+  // The direct allreduce (ShmGroup::allreduce_direct), by parity: this
+  // rank's send and recv buffers as addresses in its own process, and as
+  // segment offsets when they lie in its arena (kNotInSegment otherwise).
+  std::atomic<uint64_t> send_addr[2];
+  std::atomic<uint64_t> recv_addr[2];
+  std::atomic<uint64_t> send_off[2];
+  std::atomic<uint64_t> recv_off[2];
+  // Setup probe of single-copy access: where this rank's probe words are
+  // and the token it expects there.
+  std::atomic<uint64_t> probe_addr;
+  std::atomic<uint64_t> probe_token;
 };
+
+constexpr uint64_t kNotInSegment = ~uint64_t{0};
 
 // One local rank's doorbell (shm/doorbell.h): written by the ranks that ring
 // it, so it has a line of its own apart from RankControl.

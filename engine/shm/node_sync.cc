@@ -35,6 +35,12 @@ int cpus_available() {
   return CPU_COUNT(&set);
 }
 
+uint64_t thread_cpu_ns() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
@@ -121,6 +127,33 @@ void NodeSync::abort(AbortKind kind, const std::string& message) {
   wake_all();
 }
 
+void NodeSync::peer_died(const char* what, int r) {
+  abort(AbortKind::kPeerLost,
+        std::string(what) + ": rank " + std::to_string(world_ranks_[r]) + " (pid " +
+            std::to_string(control_->ranks[r].pid.load()) +
+            ", same node) died during the collective; the job cannot continue, restart it");
+  check_aborted();
+  throw PeerLostError(what);  // not reached: check_aborted throws the record
+}
+
+void NodeSync::check_alive(const char* what) {
+  struct pollfd p[kMaxLocalRanks];
+  int idx[kMaxLocalRanks];
+  int m = 0;
+  for (int r = 0; r < n_; ++r) {
+    if (pidfds_[r] >= 0) {
+      p[m] = {pidfds_[r], POLLIN, 0};
+      idx[m++] = r;
+    } else if (r != me_) {
+      const pid_t pid = control_->ranks[r].pid.load();
+      if (pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) peer_died(what, r);
+    }
+  }
+  if (m == 0 || poll(p, static_cast<nfds_t>(m), 0) <= 0) return;
+  for (int i = 0; i < m; ++i)
+    if (p[i].revents) peer_died(what, idx[i]);
+}
+
 void NodeSync::check_peers(const char* what, uint64_t target) {
   for (int r = 0; r < n_; ++r) {
     if (r == me_ || control_->ranks[r].epoch.load() >= target) continue;
@@ -132,20 +165,28 @@ void NodeSync::check_peers(const char* what, uint64_t target) {
     } else if (pid > 0 && pid != getpid()) {
       dead = kill(pid, 0) != 0 && errno == ESRCH;
     }
-    if (dead) {
-      abort(AbortKind::kPeerLost,
-            std::string(what) + ": rank " + std::to_string(world_ranks_[r]) + " (pid " +
-                std::to_string(pid) +
-                ", same node) died during the collective; the job cannot continue, restart it");
-      check_aborted();
-    }
+    if (dead) peer_died(what, r);
   }
 }
 
 void NodeSync::wait(const char* what) {
   const uint64_t target = epoch_;
-  if (all_arrived(target)) return;
+  ++stats_.waits;
+  if (all_arrived(target)) {
+    ++stats_.ready;
+    return;
+  }
   const auto start = Clock::now();
+  struct Account {
+    WaitStats& s;
+    Clock::time_point t0;
+    bool cpu;
+    uint64_t cpu0 = cpu ? thread_cpu_ns() : 0;
+    ~Account() {
+      s.wait_ns += static_cast<uint64_t>((Clock::now() - t0).count());
+      if (cpu) s.wait_cpu_ns += thread_cpu_ns() - cpu0;
+    }
+  } account{stats_, start, measure_cpu_};
   const auto deadline = start + timeout_;
   // Spin with the pause instruction for at most 1 us, then keep polling but
   // give the CPU away (sched_yield) between polls until spin_us, then sleep
@@ -162,7 +203,10 @@ void NodeSync::wait(const char* what) {
   const auto yield_end = start + std::chrono::microseconds(spin_us_);
   if (!oversubscribed_) {
     for (int i = 1;; ++i) {
-      if (all_arrived(target)) return;
+      if (all_arrived(target)) {
+        ++stats_.spun;
+        return;
+      }
       if ((i & 15) == 0 && Clock::now() >= spin_end) break;
       cpu_relax();
     }
@@ -170,10 +214,15 @@ void NodeSync::wait(const char* what) {
   // Every poll of this phase yields: a pause loop here would keep a peer
   // that waits for our CPU off it.
   for (;;) {
-    if (all_arrived(target)) return;
+    if (all_arrived(target)) {
+      ++stats_.yielded;
+      return;
+    }
     if (Clock::now() >= yield_end) break;
     sched_yield();
+    ++stats_.yields;
   }
+  ++stats_.slept;
   auto next_check = Clock::now();
   for (;;) {
     check_aborted();
@@ -196,6 +245,7 @@ void NodeSync::wait(const char* what) {
       return;
     }
     const auto slice = std::min<Clock::duration>(kLivenessSlice, deadline - now);
+    ++stats_.sleeps;
     if (control_->abort_state.load() == 0)
       futex_wait(&control_->wake, w, std::chrono::duration_cast<std::chrono::nanoseconds>(slice));
     control_->sleepers.fetch_sub(1, std::memory_order_seq_cst);

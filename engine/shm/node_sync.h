@@ -15,6 +15,21 @@
 
 namespace tandem {
 
+// What this rank's waits cost, counted always (plain increments) and
+// printed at exit with TANDEM_SHM_STATS=1 (docs/engine.md "Where the time
+// goes"): how each wait ended, how often it yielded and slept.
+struct WaitStats {
+  uint64_t waits = 0;       // wait() calls
+  uint64_t ready = 0;       // ...that found every rank arrived on entry
+  uint64_t spun = 0;        // ...that ended in the pause spin
+  uint64_t yielded = 0;     // ...that ended in the yield phase
+  uint64_t slept = 0;       // ...that went to the futex at least once
+  uint64_t yields = 0;      // sched_yield calls
+  uint64_t sleeps = 0;      // futex_wait calls
+  uint64_t wait_ns = 0;     // time inside wait() when not ready on entry
+  uint64_t wait_cpu_ns = 0; // ...of it on a CPU (spinning, yielding), when measured
+};
+
 class NodeSync {
  public:
   // world_ranks[i] is the world rank of local rank i (for messages).
@@ -26,6 +41,11 @@ class NodeSync {
 
   // Call once every local rank has written its pid (after the setup barrier).
   void watch_peers();
+
+  // Where this rank puts up to kInlineBytes that peers read right after the
+  // next barrier (its arrival carries them), and where peer r's are then.
+  unsigned char* inline_out() { return control_->ranks[me_].inline_data[(epoch_ + 1) & 1]; }
+  const unsigned char* inline_in(int r) const { return control_->ranks[r].inline_data[epoch_ & 1]; }
 
   void arrive();
   // Waits until every local rank arrived as often as this one. `what` names
@@ -42,10 +62,20 @@ class NodeSync {
   void check_aborted() const;
   bool aborted() const { return control_->abort_state.load() == 2; }
 
+  const WaitStats& stats() const { return stats_; }
+  // Also measure the CPU time waits take (a system call per wait).
+  void measure_wait_cpu(bool on) { measure_cpu_ = on; }
+
+  // Fails (PeerLostError naming it, recorded for every local rank) if a
+  // peer process has died. One poll() over the peers' pidfds.
+  void check_alive(const char* what);
+  int world_rank(int local_rank) const { return world_ranks_.at(local_rank); }
+
  private:
   bool all_arrived(uint64_t target) const;
   std::string missing(uint64_t target) const;
   void check_peers(const char* what, uint64_t target);
+  [[noreturn]] void peer_died(const char* what, int r);
   void wake_all();
 
   ControlBlock* control_;
@@ -57,6 +87,8 @@ class NodeSync {
   bool oversubscribed_;
   uint64_t epoch_ = 0;
   std::vector<int> pidfds_;  // -1 for this process (threads) or when unavailable
+  WaitStats stats_;
+  bool measure_cpu_ = false;
 };
 
 }  // namespace tandem

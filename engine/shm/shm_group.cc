@@ -1,10 +1,15 @@
 #include "shm/shm_group.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <random>
+#include <sys/resource.h>
 
 #include "common/errors.h"
+#include "shm/peer_memory.h"
 #include "shm/stream_copy.h"
 
 namespace tandem {
@@ -13,6 +18,21 @@ namespace {
 constexpr size_t kPage = 4096;
 // Up to this many bytes an allreduce takes the one-barrier path.
 constexpr size_t kSmallBytes = 4096;
+// Where the direct allreduce (single copy) beats staging, measured on a
+// 2-core VM under load (docs/engine.md): CPU time per call is what counts
+// when the CPUs are shared, and the kernel copy costs about twice a
+// memcpy per byte once the data is out of cache, while every 256 KiB step
+// of the staged path costs two barriers. Two ranks: from just above the
+// one-barrier size to 4 MiB. More ranks (a kernel copy per peer and
+// piece): 256 KiB to 1 MiB.
+constexpr size_t kDirectMaxTwo = size_t{4} << 20;
+constexpr size_t kDirectMinMany = size_t{256} << 10;
+constexpr size_t kDirectMaxMany = size_t{1} << 20;
+// The direct allreduce reduces its part in pieces of this many bytes per
+// peer: each peer's piece is read into scratch (one kernel copy), reduced
+// with this rank's own, and the result written to every peer, while the
+// piece is still in cache.
+constexpr size_t kDirectPieceBytes = size_t{128} << 10;
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
@@ -99,6 +119,9 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
                            std::to_string(n_) + " local ranks");
   }
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
+  stats_ = options.stats;
+  path_ = options.allreduce_path;
+  sync_->measure_wait_cpu(stats_);
   doorbell_ = std::make_unique<Doorbell>(control(), me_, n_);
   // Once everyone has mapped the segment nobody needs the name: unlink now so
   // that a crash from here on leaves nothing in /dev/shm.
@@ -106,9 +129,118 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   seg_.unlink();
   sync_->watch_peers();
   free_[0] = arena_;
+  if (options.cma && n_ > 1) probe_single_copy();
 }
 
-ShmGroup::~ShmGroup() = default;
+// Every rank reads a token from every peer's memory and writes its own into
+// the peer's; single copy is used only when every pair worked both ways (the
+// node agrees, so every rank takes the same paths). Refusals (Yama,
+// seccomp, a peer not dumpable) are not errors: the node stages instead.
+void ShmGroup::probe_single_copy() {
+  std::random_device rd;
+  const uint64_t token = ((static_cast<uint64_t>(rd()) << 32) ^ rd()) | 1;
+  std::vector<uint64_t> words(n_, 0);  // words[j]: written by local rank j
+  words[me_] = token;
+  RankControl& mine = control()->ranks[me_];
+  mine.probe_addr.store(reinterpret_cast<uint64_t>(words.data()));
+  mine.probe_token.store(token);
+  sync_->barrier("shared memory setup");
+  bool ok = true;
+  for (int k = 0; k < n_ && ok; ++k) {
+    if (k == me_) continue;
+    const RankControl& peer = control()->ranks[k];
+    auto* theirs = reinterpret_cast<uint64_t*>(peer.probe_addr.load());
+    uint64_t seen = 0;
+    ok = cma_read(peer.pid.load(), theirs + k, &seen, sizeof seen) == 0 &&
+         seen == peer.probe_token.load() &&
+         cma_write(peer.pid.load(), theirs + me_, &token, sizeof token) == 0;
+  }
+  sync_->barrier("shared memory setup");
+  for (int k = 0; k < n_; ++k)
+    if (k != me_) ok = ok && words[k] == control()->ranks[k].probe_token.load();
+  mine.cma_ok.store(ok ? 1 : 0);
+  sync_->barrier("shared memory setup");
+  bool all = true;
+  for (int k = 0; k < n_; ++k) all = all && control()->ranks[k].cma_ok.load() == 1;
+  cma_ = all;
+  if (cma_) {
+    void* p = nullptr;
+    const size_t bytes = static_cast<size_t>(n_) * kDirectPieceBytes;
+    if (posix_memalign(&p, kPage, bytes) != 0)
+      throw SystemError("allocating " + std::to_string(bytes) + " bytes of scratch", ENOMEM);
+    scratch_.reset(static_cast<char*>(p));
+  }
+}
+
+ShmGroup::~ShmGroup() {
+  if (!stats_ || !sync_) return;
+  for (const OpStats& o : op_stats_) {
+    if (o.ops == 0) continue;
+    const WaitStats& w = o.waits;
+    const double ops = static_cast<double>(o.ops);
+    const double waits = static_cast<double>(std::max<uint64_t>(w.waits, 1));
+    std::fprintf(stderr,
+                 "tandem shm stats: local rank %d/%d: %8.0f B x %" PRIu64 ": %.1f us each, %.1f us "
+                 "on CPU outside waits; per call "
+                 "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
+                 "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
+                 "%.1f us waiting (%.1f on CPU)\n",
+                 me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3,
+                 (static_cast<double>(o.cpu_ns) - static_cast<double>(w.wait_cpu_ns)) / ops / 1e3,
+                 o.nvcsw / ops, o.nivcsw / ops,
+                 w.waits / ops, 100.0 * w.ready / waits, 100.0 * w.spun / waits,
+                 100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops, w.sleeps / ops,
+                 w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3);
+  }
+}
+
+// Counts one collective for TANDEM_SHM_STATS (nothing when off).
+class ShmGroup::OpTimer {
+ public:
+  OpTimer(ShmGroup& g, size_t bytes) : g_(g), bytes_(bytes) {
+    if (!g_.stats_) return;
+    w0_ = g_.sync_->stats();
+    getrusage(RUSAGE_THREAD, &ru_);
+    cpu0_ = cpu_now();
+    t0_ = std::chrono::steady_clock::now();
+  }
+  ~OpTimer() {
+    if (!g_.stats_) return;
+    const auto t1 = std::chrono::steady_clock::now();
+    struct rusage now {};
+    getrusage(RUSAGE_THREAD, &now);
+    OpStats& o = g_.op_stats_[bytes_ ? 63 - __builtin_clzll(bytes_) : 0];
+    ++o.ops;
+    o.bytes += bytes_;
+    o.ns += static_cast<uint64_t>((t1 - t0_).count());
+    o.nvcsw += now.ru_nvcsw - ru_.ru_nvcsw;
+    o.nivcsw += now.ru_nivcsw - ru_.ru_nivcsw;
+    o.cpu_ns += cpu_now() - cpu0_;
+    const WaitStats& w = g_.sync_->stats();
+    o.waits.waits += w.waits - w0_.waits;
+    o.waits.ready += w.ready - w0_.ready;
+    o.waits.spun += w.spun - w0_.spun;
+    o.waits.yielded += w.yielded - w0_.yielded;
+    o.waits.slept += w.slept - w0_.slept;
+    o.waits.yields += w.yields - w0_.yields;
+    o.waits.sleeps += w.sleeps - w0_.sleeps;
+    o.waits.wait_ns += w.wait_ns - w0_.wait_ns;
+    o.waits.wait_cpu_ns += w.wait_cpu_ns - w0_.wait_cpu_ns;
+  }
+
+ private:
+  ShmGroup& g_;
+  size_t bytes_;
+  WaitStats w0_;
+  static uint64_t cpu_now() {
+    struct timespec ts {};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  }
+  struct rusage ru_ {};
+  uint64_t cpu0_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 char* ShmGroup::staging(int rank, int parity) const {
   return seg_.base() + control_bytes_ + (static_cast<size_t>(rank) * 2 + parity) * chunk_;
@@ -192,12 +324,14 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
                          const InputSource* source) {
   const size_t es = dtype_size(r.dtype);
   if (count == 0) return;
+  OpTimer timer(*this, count * es);
   if (source && send != recv) throw InvalidArgument("allreduce: an input source needs send == recv");
   if (source && !hook && count * es <= kSmallBytes) {
     copy_from_source(*source, 0, static_cast<char*>(recv), count * es);
     source = nullptr;
   }
   if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
+  if (!hook && cma_ && direct_pays(count * es)) return allreduce_direct(send, recv, count, r, sink, source);
   // From a source the input goes through the staging buffers, never in
   // place: they are reused every step and stay in cache, while an arena
   // buffer as large as the input would not (measured: 3% faster on a
@@ -260,6 +394,118 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
         std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
     }
   }
+}
+
+bool ShmGroup::direct_pays(size_t bytes) const {
+  if (path_ != ShmAllreducePath::kAuto) return path_ == ShmAllreducePath::kDirect;
+  if (n_ == 2) return bytes <= kDirectMaxTwo;
+  return bytes >= kDirectMinMany && bytes <= kDirectMaxMany;
+}
+
+// Allreduce straight from the ranks' own buffers, two barriers whatever
+// the size (docs/engine.md "Where the time goes": under contention every
+// barrier costs a wake-up or a lost time slice, and the staged path takes
+// two per 256 KiB step):
+//   1. publish where send and recv lie; barrier;
+//   2. rank j owns part j (split as the staged path splits a step). Piece
+//      by piece it reads every peer's part j (one kernel copy into scratch,
+//      or in place when the peer's buffer is in its arena), reduces in
+//      rank order into its own recv, and writes the result into every
+//      peer's recv (one kernel copy, or memcpy into an arena buffer);
+//   3. barrier: every part has reached every rank, and no rank touches
+//      another's buffers again.
+// Only rank j reads or writes part j of anyone's buffers, and it reads a
+// piece before it writes it, so send == recv (in place) is safe.
+void ShmGroup::allreduce_direct(const void* send, void* recv, size_t count, const Reduction& r,
+                                const ResultSink* sink, const InputSource* source) {
+  static const char* const what = "allreduce (shared memory)";
+  const size_t es = dtype_size(r.dtype);
+  const size_t bytes = count * es;
+  char* out = static_cast<char*>(recv);
+  const char* own = static_cast<const char*>(send);
+  size_t lo, hi;
+  split(count, n_, me_, es, &lo, &hi);
+  if (source) {
+    // Peers read every part but this rank's from the buffer (send == recv).
+    copy_from_source(*source, 0, out, lo * es);
+    copy_from_source(*source, hi * es, out + hi * es, bytes - hi * es);
+  }
+  const int b = next_parity();
+  RankControl& mine = control()->ranks[me_];
+  mine.send_addr[b].store(reinterpret_cast<uint64_t>(send), std::memory_order_relaxed);
+  mine.recv_addr[b].store(reinterpret_cast<uint64_t>(recv), std::memory_order_relaxed);
+  mine.send_off[b].store(segment_offset(send, bytes), std::memory_order_relaxed);
+  mine.recv_off[b].store(segment_offset(recv, bytes), std::memory_order_relaxed);
+  sync_->barrier(what);
+  // A peer that died since its arrival must not be addressed by pid.
+  sync_->check_alive(what);
+  const char* peer_send[kMaxLocalRanks];
+  char* peer_recv[kMaxLocalRanks];
+  const char* send_mapped[kMaxLocalRanks];
+  char* recv_mapped[kMaxLocalRanks];
+  pid_t pid[kMaxLocalRanks];
+  for (int k = 0; k < n_; ++k) {
+    const RankControl& c = control()->ranks[k];
+    peer_send[k] = reinterpret_cast<const char*>(c.send_addr[b].load(std::memory_order_relaxed));
+    peer_recv[k] = reinterpret_cast<char*>(c.recv_addr[b].load(std::memory_order_relaxed));
+    send_mapped[k] = mapped(c.send_off[b].load(std::memory_order_relaxed));
+    recv_mapped[k] = mapped(c.recv_off[b].load(std::memory_order_relaxed));
+    pid[k] = c.pid.load(std::memory_order_relaxed);
+  }
+  const size_t piece = std::max<size_t>(1, kDirectPieceBytes / es);
+  const bool streaming = bytes >= kStreamingBytes;
+  char* const own_slot = scratch_.get() + static_cast<size_t>(me_) * kDirectPieceBytes;
+  const void* in[kMaxLocalRanks];
+  for (size_t at = lo; at < hi; at += piece) {
+    const size_t m = std::min(piece, hi - at);
+    const size_t off = at * es, len = m * es;
+    for (int k = 0; k < n_; ++k) {
+      if (k == me_) continue;
+      if (send_mapped[k]) {
+        in[k] = send_mapped[k] + off;
+        continue;
+      }
+      char* land = scratch_.get() + static_cast<size_t>(k) * kDirectPieceBytes;
+      if (const int err = cma_read(pid[k], peer_send[k] + off, land, len))
+        cma_failed(what, k, err, "reading");
+      in[k] = land;
+    }
+    // Large messages: the piece is reduced into scratch (in cache) and
+    // stored to recv with non-temporal stores, which saves reading recv's
+    // lines from DRAM before overwriting them.
+    char* result = streaming ? own_slot : out + off;
+    if (source) {
+      reduce_from_source(*source, off, off + len, result, in, r);
+    } else {
+      in[me_] = own + off;
+      reduce(result, in, n_, m, r);
+    }
+    if (streaming) stream_copy(out + off, result, len);
+    for (int k = 0; k < n_; ++k) {
+      if (k == me_) continue;
+      if (recv_mapped[k]) {
+        if (streaming)
+          stream_copy(recv_mapped[k] + off, result, len);
+        else
+          std::memcpy(recv_mapped[k] + off, result, len);
+      } else if (const int err = cma_write(pid[k], peer_recv[k] + off, result, len)) {
+        cma_failed(what, k, err, "writing");
+      }
+    }
+  }
+  sync_->barrier(what);
+  if (sink) (*sink)(0, out, bytes);
+}
+
+// A single-copy access failed mid-collective: a dead peer is PeerLost (as
+// in a barrier); anything else fails the node with what was refused.
+void ShmGroup::cma_failed(const char* what, int k, int err, const char* verb) {
+  sync_->check_alive(what);
+  sync_->abort(AbortKind::kAborted, std::string(what) + ": " + verb + " rank " +
+                                        std::to_string(sync_->world_rank(k)) +
+                                        "'s buffer (same node) failed: " + cma_error_text(err));
+  sync_->check_aborted();
+  throw AbortedError(what);  // not reached
 }
 
 // This rank's input is read where the source has it, piece by piece (a
@@ -341,6 +587,16 @@ void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
 void ShmGroup::allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
                                const ResultSink* sink) {
   const size_t es = dtype_size(r.dtype);
+  if (count * es <= kInlineBytes) {
+    // In the barrier counter's own cache line: one miss per peer, not two.
+    std::memcpy(sync_->inline_out(), send, count * es);
+    sync_->barrier("allreduce (shared memory)");
+    const void* in[kMaxLocalRanks];
+    for (int j = 0; j < n_; ++j) in[j] = sync_->inline_in(j);
+    reduce(recv, in, n_, count, r);
+    if (sink) (*sink)(0, recv, count * es);
+    return;
+  }
   const int b = next_parity();
   std::memcpy(staging(me_, b), send, count * es);
   sync_->barrier("allreduce (shared memory)");

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,11 +34,19 @@
 
 namespace tandem {
 
+// Which allreduce algorithm runs above the one-barrier size: by size and
+// rank count (kAuto), or one of them for every size (tests compare them;
+// kDirect needs single copy to work on the node, else it stages).
+enum class ShmAllreducePath { kAuto, kStaged, kDirect };
+
 struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = size_t{256} << 10;
   size_t arena_bytes = size_t{64} << 20;
   int spin_us = 50;
+  bool stats = false;  // TANDEM_SHM_STATS
+  bool cma = true;     // TANDEM_SHM_CMA: single-copy access to peers' buffers when it works
+  ShmAllreducePath allreduce_path = ShmAllreducePath::kAuto;  // tests only
 };
 
 class ShmGroup {
@@ -50,6 +59,9 @@ class ShmGroup {
   int local_rank() const { return me_; }
   int local_size() const { return n_; }
   size_t chunk_bytes() const { return chunk_; }
+  // Whether this node reads and writes peers' private buffers directly
+  // (shm/peer_memory.h); the same on every local rank.
+  bool single_copy() const { return cma_; }
 
   // Called after this rank reduced its part of a step, with that part (in
   // place); the hierarchical allreduce reduces it across nodes here.
@@ -106,6 +118,19 @@ class ShmGroup {
  private:
   void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
                        const ResultSink* sink);
+  void allreduce_direct(const void* send, void* recv, size_t count, const Reduction& r,
+                        const ResultSink* sink, const InputSource* source);
+  void probe_single_copy();
+  bool direct_pays(size_t bytes) const;
+  // Where peer k's buffer at address `addr` (segment offset `off`, or
+  // kNotInSegment) lies for a direct access; null when only CMA reaches it.
+  char* mapped(uint64_t off) const {
+    return off == kNotInSegment ? nullptr : seg_.base() + off;
+  }
+  uint64_t segment_offset(const void* p, size_t bytes) const {
+    return in_arena(p, bytes) ? offset_of(p) : kNotInSegment;
+  }
+  [[noreturn]] void cma_failed(const char* what, int k, int err, const char* verb);
   void allreduce_in_arena(char* buf, size_t count, const Reduction& r, const PartHook& hook,
                           const ResultSink* sink, int parity);
   // Reduces bytes [from, to) of the input into out: this rank's input from
@@ -126,6 +151,26 @@ class ShmGroup {
   std::unique_ptr<NodeSync> sync_;
   std::unique_ptr<Doorbell> doorbell_;
   uint64_t step_ = 0;
+  bool cma_ = false;
+  ShmAllreducePath path_ = ShmAllreducePath::kAuto;
+  // The direct allreduce's landing space for peers' pieces: one piece per
+  // peer, page aligned.
+  struct FreeDeleter {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, FreeDeleter> scratch_;
+
+  // TANDEM_SHM_STATS: node-local collectives, their time and the context
+  // switches of the calling thread during them (getrusage per call).
+  // Kept per power-of-two size class of the collective.
+  struct OpStats {
+    uint64_t ops = 0, ns = 0, cpu_ns = 0, bytes = 0;
+    int64_t nvcsw = 0, nivcsw = 0;
+    WaitStats waits;
+  };
+  class OpTimer;
+  bool stats_ = false;
+  OpStats op_stats_[64];
 
   std::mutex alloc_mu_;
   std::map<size_t, size_t> free_;  // arena offset -> bytes

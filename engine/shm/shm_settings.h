@@ -26,4 +26,17 @@ size_t shm_arena_bytes_from_environment();
 constexpr const char* kShmSpinVariable = "TANDEM_SHM_SPIN_US";
 int shm_spin_us_from_environment();
 
+// TANDEM_SHM_STATS (default 0): 1 prints, when the group ends, one line per
+// local rank to stderr: node-local collectives, their mean time, context
+// switches and how their waits ended (spun, yielded, slept). For finding
+// where the time goes (docs/engine.md); the counters cost nothing when off.
+// TANDEM_SHM_CMA (default 1): 1 lets local ranks read and write each other's
+// buffers with one kernel copy (process_vm_readv/writev) when a probe at
+// setup shows every pair may; 0 always stages through the shared segment.
+constexpr const char* kShmCmaVariable = "TANDEM_SHM_CMA";
+bool shm_cma_from_environment();
+
+constexpr const char* kShmStatsVariable = "TANDEM_SHM_STATS";
+bool shm_stats_from_environment();
+
 }  // namespace tandem

@@ -149,6 +149,40 @@ LoadedTopology LoadedTopology::live() {
   return LoadedTopology(std::move(topo), "live");
 }
 
+LoadedTopology LoadedTopology::live_shared() {
+  std::unique_ptr<hwloc_topology, Closer> topo(init_topology("this machine"));
+  if (hwloc_topology_set_flags(topo.get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0 ||
+      hwloc_topology_load(topo.get()) != 0) {
+    throw TopologyError(std::string("hwloc could not read this machine's topology: ") + std::strerror(errno));
+  }
+  return LoadedTopology(std::move(topo), "live");
+}
+
+LoadedTopology LoadedTopology::for_this_process() const {
+  hwloc_topology_t copy = nullptr;
+  if (hwloc_topology_dup(&copy, handle_.get()) != 0) {
+    throw TopologyError(std::string("hwloc could not copy the node's topology: ") + std::strerror(errno));
+  }
+  std::unique_ptr<hwloc_topology, Closer> topo(copy);
+  // As a load without INCLUDE_DISALLOWED does: keep only what this process's
+  // cgroup allows, CPUs first, then memory nodes.
+  hwloc_bitmap_t cpus = nullptr, nodes = nullptr;
+  const bool ok =
+      hwloc_topology_allow(copy, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS) == 0 &&
+      (cpus = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(copy))) != nullptr &&
+      (nodes = hwloc_bitmap_dup(hwloc_topology_get_allowed_nodeset(copy))) != nullptr &&
+      hwloc_topology_restrict(copy, cpus, 0) == 0 &&
+      hwloc_topology_restrict(copy, nodes, HWLOC_RESTRICT_FLAG_BYNODESET) == 0;
+  const int err = errno;
+  hwloc_bitmap_free(cpus);
+  hwloc_bitmap_free(nodes);
+  if (!ok) {
+    throw TopologyError(std::string("hwloc could not restrict the node's topology to this task's CPUs: ") +
+                        std::strerror(err));
+  }
+  return LoadedTopology(std::move(topo), "live");
+}
+
 LoadedTopology LoadedTopology::from_xml(const std::string& path) {
   std::FILE* probe = std::fopen(path.c_str(), "r");
   if (probe == nullptr) {

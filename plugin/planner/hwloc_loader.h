@@ -21,6 +21,17 @@ class LoadedTopology {
   // Throws TopologyError when the file is missing or not hwloc XML.
   static LoadedTopology from_xml(const std::string& path);
 
+  // The live machine for several processes to share: loaded once (by
+  // slurmstepd, before it forks a node's tasks) with the resources this
+  // process may not use kept in (HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED), so
+  // that each task can cut it to its own cgroup with for_this_process().
+  static LoadedTopology live_shared();
+  // A copy of a live_shared() topology as live() would have read it in this
+  // process: allowed CPUs and NUMA nodes re-read from this process's cgroup
+  // (hwloc_topology_allow with local restrictions, a few file reads, no
+  // discovery) and the others removed.
+  LoadedTopology for_this_process() const;
+
   const Topology& model() const { return model_; }
   hwloc_topology* handle() const { return handle_.get(); }
 

@@ -1,6 +1,6 @@
-"""Horovod compatibility shim: ``import horovod.torch as hvd`` runs on Tandem.
-
-Only the PyTorch binding exists; ``horovod.tensorflow`` and friends do not.
+"""Horovod compatibility shim: ``import horovod.torch as hvd`` (and
+``horovod.tensorflow``, ``horovod.tensorflow.keras``, ``horovod.keras``) runs
+on Tandem.
 """
 
 __version__ = "0.28.1+tandem"

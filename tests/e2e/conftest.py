@@ -40,6 +40,28 @@ Fixtures
 
 ``TANDEM_E2E_PLUGIN_ARGS`` (space separated ``key=value``) adds plugstack
 arguments to the session cluster, e.g. a topology XML for binding tests.
+
+Framework interpreters
+----------------------
+``--python=NAME=PATH`` (repeatable) lists the Python interpreters the
+framework tests run with; default: ``--python=debian=/usr/bin/python3``.
+Write it (and ``--build-dir=DIR``) as one word: Debian's pytest 7.2 takes a
+separate value of a conftest's option for a test path and then stops with
+"unrecognized arguments".
+contrib/test.sh passes Debian's and every venv of
+contrib/install-python-envs.sh (``torch2``, ``tf``). A test asks for one
+framework by taking one of these fixture arguments, and runs once per listed
+interpreter that has the framework's module (found with
+``importlib.util.find_spec`` in that interpreter, without importing it):
+
+* ``torch_python``: the interpreters with ``torch``;
+* ``tf_python``: the interpreters with ``tensorflow``.
+
+Each value is the interpreter's path (str); the test id is its NAME
+(``test_x[torch2]``). With no interpreter for a framework the test is
+reported as skipped. A new framework is one line in ``FRAMEWORK_FIXTURES``.
+``any_torch_python`` is the first interpreter with torch, not parametrized:
+for tests of the plugin that need torch but not every version of it.
 """
 
 import json
@@ -56,11 +78,56 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 NODES = 3
 CPUS = 8
 GPUS = 4
+DEFAULT_PYTHONS = ["debian=/usr/bin/python3"]
+# fixture argument -> the module an interpreter must have to serve it
+FRAMEWORK_FIXTURES = {"torch_python": "torch", "tf_python": "tensorflow"}
 
 
 def pytest_addoption(parser):
     parser.addoption("--build-dir", default=str(ROOT / "build"),
                      help="Meson build tree with the plugin and engine (default: <repo>/build)")
+    parser.addoption("--python", action="append", default=[], metavar="NAME=PATH",
+                     help="a framework interpreter for the Python tests (repeatable; default: "
+                          + " ".join(DEFAULT_PYTHONS) + ")")
+
+
+def framework_interpreters(config):
+    """[(name, path)] from --python, in the order given; a malformed option or
+    a path that does not run stops the session with the reason."""
+    cached = getattr(config, "_tandem_pythons", None)
+    if cached is not None:
+        return cached
+    out = []
+    for item in config.getoption("--python") or DEFAULT_PYTHONS:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise pytest.UsageError(f"--python {item!r}: expected NAME=PATH")
+        if any(name == n for n, _ in out):
+            raise pytest.UsageError(f"--python {item!r}: the name {name!r} is given twice")
+        if not os.access(path, os.X_OK):
+            raise pytest.UsageError(f"--python {item!r}: {path} is not an executable")
+        out.append((name, path))
+    config._tandem_pythons = out
+    return out
+
+
+def _has_module(config, path, module):
+    cache = config.__dict__.setdefault("_tandem_has_module", {})
+    if (path, module) not in cache:
+        probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+        r = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=60)
+        if r.returncode not in (0, 1):
+            raise pytest.UsageError(f"--python {path} does not run ({r.returncode}): {r.stderr}")
+        cache[(path, module)] = r.returncode == 0
+    return cache[(path, module)]
+
+
+def pytest_generate_tests(metafunc):
+    for fixture, module in FRAMEWORK_FIXTURES.items():
+        if fixture in metafunc.fixturenames:
+            pythons = [(n, p) for n, p in framework_interpreters(metafunc.config)
+                       if _has_module(metafunc.config, p, module)]
+            metafunc.parametrize(fixture, [p for _, p in pythons], ids=[n for n, _ in pythons])
 
 
 @dataclass
@@ -179,6 +246,14 @@ class Cluster:
         (alt / "slurm.conf").write_text(conf)
         shutil.copy(self.dir / "gres.conf", alt / "gres.conf")
         return {"SLURM_CONF": str(alt / "slurm.conf")}
+
+
+@pytest.fixture(scope="session")
+def any_torch_python(request):
+    for _, path in framework_interpreters(request.config):
+        if _has_module(request.config, path, "torch"):
+            return path
+    pytest.skip("no --python interpreter has torch")
 
 
 @pytest.fixture(scope="session")

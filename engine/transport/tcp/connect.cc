@@ -53,6 +53,7 @@ std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<i
                                        std::chrono::milliseconds timeout) {
   const Identity& id = bootstrap.identity();
   const int index = check_members(id, members);
+  const auto spin = tcp_spin_from_environment();  // a bad value fails before any exchange
 
   tcp::Secret secret{};
   if (id.rank == 0) secret = tcp::random_secret();
@@ -81,7 +82,8 @@ std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<i
   if (members.size() == 1) {
     std::vector<tcp::Fd> none(1);
     return std::make_unique<tcp::TcpTransport>(0, members, std::move(none),
-                                               std::vector<std::string>{"(this rank)"}, timeout);
+                                               std::vector<std::string>{"(this rank)"}, timeout,
+                                               spin);
   }
   tcp::MeshPlan plan;
   plan.world_rank = id.rank;
@@ -101,7 +103,7 @@ std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<i
   }
   std::vector<tcp::Fd> fds = tcp::connect_mesh(std::move(listener), plan);
   return std::make_unique<tcp::TcpTransport>(index, members, std::move(fds), std::move(addresses),
-                                             timeout);
+                                             timeout, spin);
 }
 
 }  // namespace tandem

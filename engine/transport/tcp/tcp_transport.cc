@@ -1,6 +1,8 @@
 #include "transport/tcp/tcp_transport_impl.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -9,16 +11,23 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/settings.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/wire.h"
 
 namespace tandem {
 namespace tcp {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kPieceBytes = size_t{512} << 10;
+constexpr size_t kPieceBytes = size_t{128} << 10;
+// A spin also stops when two tries lie further apart than this (a try is
+// one or two non-blocking system calls, ~1 us: the thread lost its CPU);
+// and a sleep shorter than this after a spin means the spin was in the way.
+constexpr auto kSpinGap = std::chrono::microseconds(20);
 
 struct TcpTransport::Transfer {
   bool is_send = false;
@@ -47,11 +56,43 @@ uint64_t decode_length(const uint8_t* p) {
   return v;
 }
 
+// Whether a spin can have a CPU without taking it from anyone: no more
+// threads runnable on the host than it has CPUs (/proc/loadavg's fourth
+// field, this thread included), read at most once a millisecond per
+// thread. Several ranks on a node with fewer cores, or other work, and the
+// spin would only delay the peer it waits for.
+bool spare_cpu(Clock::time_point now) {
+  struct Probe {
+    int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+    Clock::time_point read_at{};
+    bool spare = true;
+    ~Probe() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  thread_local Probe probe;
+  if (probe.fd < 0) return true;
+  if (now - probe.read_at < std::chrono::milliseconds(1)) return probe.spare;
+  probe.read_at = now;
+  char text[128];
+  const ssize_t n = ::pread(probe.fd, text, sizeof text - 1, 0);
+  if (n <= 0) return probe.spare;
+  text[n] = '\0';
+  double a, b, c;
+  long running = 0;
+  if (std::sscanf(text, "%lf %lf %lf %ld/", &a, &b, &c, &running) == 4)
+    probe.spare = running <= probe.cpus;
+  return probe.spare;
+}
+
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> fds,
-                           std::vector<std::string> addresses, std::chrono::milliseconds timeout)
-    : rank_(rank), members_(std::move(members)), timeout_(timeout) {
+                           std::vector<std::string> addresses, std::chrono::milliseconds timeout,
+                           std::chrono::microseconds spin)
+    : rank_(rank), members_(std::move(members)), timeout_(timeout), spin_(spin) {
+  stats_.on = tcp_stats_from_environment();
   for (size_t j = 0; j < fds.size(); ++j) {
     auto p = std::make_unique<PeerLink>();
     p->fd = std::move(fds[j]);
@@ -63,7 +104,18 @@ TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> f
   if (!wake_.valid()) throw SystemError("tcp: eventfd", errno);
 }
 
-TcpTransport::~TcpTransport() = default;
+TcpTransport::~TcpTransport() {
+  if (!stats_.on) return;
+  auto v = [](const std::atomic<uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
+  std::fprintf(stderr,
+               "tandem[world rank %d] tcp stats, group of %d: %llu calls: %llu done without waiting, "
+               "%llu caught while spinning, %llu slept (%llu sleeps, %.1f ms asleep); spins: %llu gave "
+               "up just before the answer (pauses), %llu skipped paused, %llu skipped with no spare "
+               "CPU\n",
+               members_[rank_], size(), v(stats_.calls), v(stats_.no_wait), v(stats_.caught_spinning),
+               v(stats_.calls_that_slept), v(stats_.sleeps), stats_.slept_ns.load() / 1e6,
+               v(stats_.penalties), v(stats_.paused), v(stats_.no_spare_cpu));
+}
 
 std::string TcpTransport::who(int peer) const {
   return "rank " + std::to_string(peer) + " (world rank " + std::to_string(members_[peer]) +
@@ -171,15 +223,38 @@ void TcpTransport::run(Transfer* ts, int count) {
   for (int i = 0; i < count; ++i) {
     ts[i].fd = peers_[ts[i].peer]->fd.get();
     ts[i].last_progress = start;
-    // A sendrecv moves both directions a piece at a time: a message larger
-    // than the socket buffers take at once ran at 2.6 GB/s per direction
-    // on loopback against 6.2 GB/s for 256-512 KiB ones.
+    // A sendrecv moves both directions a piece at a time (each waits at a
+    // piece boundary for the other), 128 KiB: a piece of 256 KiB or more
+    // lets one rank run ahead while its peer, often on the same CPU of a
+    // small VM, waits to be scheduled; between two namespace nodes a 256
+    // KiB sendrecv took 0.12-0.25 ms paced by 128 KiB against 0.46-0.91 ms
+    // by 512 KiB (docs/tcp.md).
     if (count == 2) ts[i].limit = kHeaderBytes + kPieceBytes;
     if (ts[i].is_send) encode_length(ts[i].header, ts[i].bytes);
     progress(ts[i]);
   }
   pollfd pfds[3];
   int which[3];
+  auto moved = start;  // when a byte last moved in either direction
+  auto last_try = start;
+  // Whether to spin before the next sleep: asked again after every wake-up,
+  // so that a long transfer spins again once bytes flow.
+  auto may_spin = [&](Clock::time_point now) {
+    if (spin_.count() == 0) return false;
+    if (now.time_since_epoch().count() < no_spin_until_.load(std::memory_order_relaxed)) {
+      tally(stats_.paused);
+      return false;
+    }
+    if (!spare_cpu(now)) {
+      tally(stats_.no_spare_cpu);
+      return false;
+    }
+    return true;
+  };
+  bool spinning = may_spin(start);
+  bool spun = false, slept = false;
+  bool judging = false;
+  tally(stats_.calls);
   for (;;) {
     // Both directions paused at their piece boundary: the next piece.
     bool all_paused = true, any_paused = false;
@@ -206,8 +281,32 @@ void TcpTransport::run(Transfer* ts, int count) {
       which[n++] = i;
       deadline = std::min(deadline, ts[i].last_progress + timeout_);
     }
-    if (n == 0) return;
+    if (n == 0) {
+      if (spinning && spun) spin_penalty_.store(0, std::memory_order_relaxed);
+      if (!slept) tally(spun ? stats_.caught_spinning : stats_.no_wait);
+      return;
+    }
     const auto now = Clock::now();
+    for (int k = 0; k < n; ++k) moved = std::max(moved, ts[which[k]].last_progress);
+    if (spinning) {
+      if (now - moved < spin_ && now - last_try < kSpinGap) {
+        if (failed_.load(std::memory_order_relaxed)) throw_stored();
+        last_try = now;
+        spun = true;
+        // With a spare CPU nothing else waits for this one but, at most,
+        // the peer itself: the scheduler keeps ranks that wake each other
+        // on one CPU, where a pure spin never saw the answer (counted on
+        // a quiet host: 0 caught, every spin given up just before it).
+        // A yield lets such a peer run and costs one system call otherwise.
+        ::sched_yield();
+        for (int k = 0; k < n; ++k) progress(ts[which[k]]);
+        continue;
+      }
+      // The spin ran out (or this thread lost its CPU in the middle of it):
+      // sleep, and judge the spin by how soon the sleep ends.
+      spinning = false;
+      judging = true;
+    }
     if (now >= deadline) {
       for (int k = 0; k < n; ++k) {
         const Transfer& t = ts[which[k]];
@@ -224,6 +323,19 @@ void TcpTransport::run(Transfer* ts, int count) {
     pfds[n] = {wake_.get(), POLLIN, 0};
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     const int rc = ::poll(pfds, static_cast<nfds_t>(n + 1), static_cast<int>(ms));
+    const auto woke = Clock::now();
+    if (stats_.on) {
+      if (!slept) tally(stats_.calls_that_slept);
+      tally(stats_.sleeps);
+      stats_.slept_ns.fetch_add(static_cast<uint64_t>((woke - now).count()), std::memory_order_relaxed);
+    }
+    slept = true;
+    if (judging) {
+      judging = false;
+      judge_spin(now, woke);
+    }
+    spinning = may_spin(woke);
+    last_try = woke;
     if (rc < 0 && errno != EINTR) throw SystemError("tcp: poll", errno);
     if (rc <= 0) continue;
     if (pfds[n].revents != 0) throw_stored();
@@ -242,6 +354,21 @@ void TcpTransport::run(Transfer* ts, int count) {
       progress(t);
     }
   }
+}
+
+// The answer came right after the spin gave up: the spin itself held it
+// back (on an oversubscribed host the peer, or the softirq that delivers
+// its packet, waits for this very CPU). Stop spinning for a while, longer
+// each time in a row (10 ms doubling to 1 s), so that a loaded host pays
+// one such wait per period; one spin that catches its answer resets it.
+void TcpTransport::judge_spin(Clock::time_point slept, Clock::time_point woke) {
+  if (woke - slept > kSpinGap) return;  // a real wait: spinning longer would not have helped
+  tally(stats_.penalties);
+  const int64_t was = spin_penalty_.load(std::memory_order_relaxed);
+  const int64_t penalty = std::min<int64_t>(was == 0 ? 10 : was * 2, 1000);
+  spin_penalty_.store(penalty, std::memory_order_relaxed);
+  no_spin_until_.store((woke + std::chrono::milliseconds(penalty)).time_since_epoch().count(),
+                       std::memory_order_relaxed);
 }
 
 void TcpTransport::fail(Kind kind, const std::string& message) {
@@ -285,4 +412,14 @@ void TcpTransport::abort(const std::string& why) {
 }
 
 }  // namespace tcp
+
+bool tcp_stats_from_environment() {
+  const std::string v = env_string(kStatsVariable, "0");
+  return parse_bool_setting(kStatsVariable, v.c_str());
+}
+
+std::chrono::microseconds tcp_spin_from_environment() {
+  return std::chrono::microseconds(env_int(kSpinVariable, kDefaultSpinUs, 0, 1000000));
+}
+
 }  // namespace tandem

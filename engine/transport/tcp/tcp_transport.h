@@ -20,4 +20,19 @@ namespace tandem {
 std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<int>& members,
                                        std::chrono::milliseconds timeout);
 
+// TANDEM_TCP_SPIN_US: how long a call keeps polling its sockets without
+// sleeping (yielding the CPU between tries) after the last byte moved, before
+// it sleeps in poll(). Waking a sleeping thread costs 20-60 us on a VM whose
+// idle vCPU halted, more than a whole round trip between two nodes; a busy
+// transfer keeps spinning as long as bytes keep moving. 0: sleep at once.
+constexpr const char* kSpinVariable = "TANDEM_TCP_SPIN_US";
+constexpr int kDefaultSpinUs = 100;
+std::chrono::microseconds tcp_spin_from_environment();
+
+// TANDEM_TCP_STATS=1: each transport prints, when it is destroyed, how its
+// calls waited (done at once, caught while spinning, slept and how long,
+// spins paused or skipped), to see where latency goes (docs/tcp.md).
+constexpr const char* kStatsVariable = "TANDEM_TCP_STATS";
+bool tcp_stats_from_environment();
+
 }  // namespace tandem

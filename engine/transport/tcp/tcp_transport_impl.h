@@ -10,6 +10,18 @@
 // deadline rule. Concurrent calls from several threads are allowed; calls
 // that use the same peer in the same direction are serialized.
 //
+// Before sleeping in poll() a call spins: it retries its non-blocking reads
+// and writes until `spin` has passed since the last byte moved. A small
+// message's answer then arrives while the caller is still awake, so a round
+// trip costs the wire and two system calls, not the wake-up of a halted
+// vCPU. Spinning only pays while the caller has a CPU to itself: on an
+// oversubscribed host the spin holds back whoever must run on this CPU to
+// deliver the answer (the peer, the softirq moving its packet). So a call
+// spins only while the host has no more runnable threads than CPUs
+// (spare_cpu in the .cc), and when an answer still comes right after a spin
+// gave up, the transport stops spinning for a while (judge_spin;
+// docs/tcp.md has the figures).
+//
 // Deadlines: a transfer fails with TimeoutError when it makes no progress for
 // `timeout` (TANDEM_TIMEOUT): a stopped or hung peer is caught, a large
 // message on a slow link is not. A peer that closes or resets its socket (it
@@ -25,6 +37,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,7 +61,8 @@ class TcpTransport : public Transport {
  public:
   // fds by group index; the slot at `rank` is unused.
   TcpTransport(int rank, std::vector<int> members, std::vector<Fd> fds,
-               std::vector<std::string> addresses, std::chrono::milliseconds timeout);
+               std::vector<std::string> addresses, std::chrono::milliseconds timeout,
+               std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpTransport() override;
 
   int rank() const override { return rank_; }
@@ -66,6 +80,17 @@ class TcpTransport : public Transport {
   void check_peer(int peer, const char* what) const;
   void run(Transfer* transfers, int count);
   bool progress(Transfer& t);  // true when complete
+  void judge_spin(std::chrono::steady_clock::time_point slept,
+                  std::chrono::steady_clock::time_point woke);
+  // TANDEM_TCP_STATS=1: how calls waited, printed when the transport goes.
+  struct Stats {
+    bool on = false;
+    std::atomic<uint64_t> calls{0}, no_wait{0}, caught_spinning{0}, calls_that_slept{0},
+        sleeps{0}, slept_ns{0}, penalties{0}, paused{0}, no_spare_cpu{0};
+  };
+  void tally(std::atomic<uint64_t>& c) {
+    if (stats_.on) c.fetch_add(1, std::memory_order_relaxed);
+  }
   [[noreturn]] void fail(Kind kind, const std::string& message);
   void throw_if_failed();
   [[noreturn]] void throw_stored();
@@ -74,9 +99,15 @@ class TcpTransport : public Transport {
   const int rank_;
   const std::vector<int> members_;
   const std::chrono::milliseconds timeout_;
+  const std::chrono::microseconds spin_;
   std::vector<std::unique_ptr<PeerLink>> peers_;
   Fd wake_;  // eventfd, readable once the transport has failed
 
+  // steady_clock ticks until which no call spins, and the last such pause
+  // in ms (0: the last spin caught its answer). See judge_spin.
+  std::atomic<int64_t> no_spin_until_{0};
+  std::atomic<int64_t> spin_penalty_{0};
+  Stats stats_;
   std::atomic<bool> failed_{false};
   std::mutex failure_mu_;
   Kind failure_kind_ = Kind::kAborted;

@@ -98,9 +98,10 @@ def _to_this_rank(storage, location):
 
 
 def _deserialize(data):
-    # Any picklable object, as Horovod's broadcast_object: the bytes come from
-    # a rank of the same job, so torch >= 2.6's weights_only default (which
-    # refuses arbitrary classes) does not apply.
+    # broadcast_object/allgather_object carry any picklable object, as
+    # Horovod's do (cloudpickle there): torch >= 2.6 defaults torch.load to
+    # weights_only=True, which refuses everything but tensors and plain
+    # containers. The bytes come from a rank of this same job.
     return torch.load(io.BytesIO(data), map_location=_to_this_rank, weights_only=False)
 
 

@@ -351,6 +351,18 @@ def autograd_of_collectives():
 
 # ------------------------------------------------------- objects, parameters
 
+class Payload:
+    """A user's own class: broadcast_object/allgather_object carry any
+    picklable object, as Horovod's do (torch.load's weights_only default of
+    torch >= 2.6 refuses these)."""
+
+    def __init__(self, rank):
+        self.rank, self.tags = rank, {"r%d" % rank, "x"}
+
+    def __eq__(self, other):
+        return isinstance(other, Payload) and (other.rank, other.tags) == (self.rank, self.tags)
+
+
 @check
 def objects_and_parameters():
     size, rank = hvd.size(), hvd.rank()
@@ -360,6 +372,10 @@ def objects_and_parameters():
     expect(got["t"], torch.full((2,), size - 1), "broadcast_object tensor")
     gathered = hvd.allgather_object({"r": rank, "s": "x" * rank})
     assert gathered == [{"r": r, "s": "x" * r} for r in range(size)], gathered
+    got = hvd.broadcast_object(Payload(rank), root_rank=0, name="payload")
+    assert got == Payload(0), vars(got)
+    gathered = hvd.allgather_object((Payload(rank), frozenset({rank})), name="payloads")
+    assert gathered == [(Payload(r), frozenset({r})) for r in range(size)], gathered
 
     torch.manual_seed(rank)  # different initial weights on every rank
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))

@@ -52,9 +52,18 @@ class FakeStream:
         raise AssertionError("stream ordering is recorded by fake_streams(), not here")
 
 
+def cuda_device(device):
+    """torch.device of a CUDA device given as an index, a string or a device.
+    torch >= 2.x reads a bare int as "accelerator N" and raises when no
+    accelerator exists (as here), where torch 1.x read it as cuda:N."""
+    if isinstance(device, int):
+        return torch.device("cuda", device)
+    return torch.device(device)
+
+
 def stream_handle(device):
     """A distinct, recognisable cudaStream_t per device index."""
-    return 0x5000 + 16 * torch.device(device).index
+    return 0x5000 + 16 * cuda_device(device).index
 
 
 def fake_streams(monkeypatch, log, current_is_default=False):
@@ -63,10 +72,10 @@ def fake_streams(monkeypatch, log, current_is_default=False):
     with current_is_default); wait_stream calls are appended to ``log``."""
     def current(device=None):
         handle = 0 if current_is_default else stream_handle(device)
-        return _Logged(handle, torch.device(device), log)
+        return _Logged(handle, cuda_device(device), log)
 
     def default(device=None):
-        return _Logged(0, torch.device(device), log)
+        return _Logged(0, cuda_device(device), log)
 
     monkeypatch.setattr(torch.cuda, "current_stream", current)
     monkeypatch.setattr(torch.cuda, "default_stream", default)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -241,6 +242,61 @@ TEST(ApiJob, KilledRankFailsBothNodes) {
     EXPECT_TRUE(codes[r] == 0 || (!direct && codes[r] == 14))
         << "rank " << r << ": exit " << codes[r] << " (-1 hung, 14 error does not name the victim, 2x error code)";
   }
+}
+
+// init -> finalize -> init 50 times across fake nodes (shared memory inside
+// a node, TCP and the wake relay between them, all rebuilt every session),
+// rank 0 hosting the store as a launcher without tandem-run would have it:
+// the ranks exec tests/unit/api/reinit_job (REINIT_JOB, set by meson). This
+// covers the data path rebuilt every session across nodes; the stale-key
+// hang needed a store that outlives the sessions (tandem-run's), which
+// api-reinit-np2/3 and the bootstrap test cover.
+int run_reinit_job(const std::vector<int>& per_node) {
+  const char* job = std::getenv("REINIT_JOB");
+  if (!job) return -2;
+  int size = 0;
+  for (int n : per_node) size += n;
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<pid_t> pids;
+  for (int r = 0, node = 0, first = 0; r < size; ++r) {
+    while (r >= first + per_node[node]) first += per_node[node++];
+    const pid_t pid = fork();
+    if (pid == 0) {
+      clear_launch_environment();
+      setenv("TANDEM_RENDEZVOUS_ADDR", addr.c_str(), 1);
+      setenv("TANDEM_RENDEZVOUS_TOKEN", "api-reinit-token-42", 1);
+      setenv("TANDEM_RANK", std::to_string(r).c_str(), 1);
+      setenv("TANDEM_SIZE", std::to_string(size).c_str(), 1);
+      setenv("TANDEM_NODE_NAME", ("fake-node-" + std::to_string(node)).c_str(), 1);
+      execl(job, job, "50", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int worst = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        for (pid_t p : pids) kill(p, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -1;  // hung
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+    if (code != 0 && worst == 0) worst = code;
+  }
+  return worst;
+}
+
+TEST(ApiJob, JoinAndLeaveFiftyTimesAcrossTwoNodes) {
+  EXPECT_EQ(run_reinit_job({2, 2}), 0) << "-1: hung, -2: REINIT_JOB not set, else a rank's exit";
+}
+
+TEST(ApiJob, JoinAndLeaveFiftyTimesOnThreeNodes) {
+  EXPECT_EQ(run_reinit_job({1, 1, 1}), 0) << "-1: hung, -2: REINIT_JOB not set, else a rank's exit";
 }
 
 }  // namespace

@@ -115,6 +115,52 @@ TEST_F(TcpBootstrapTest, RankZeroHostsTheStore) {
                            [](int r) { return healthy_rank(r, size); }));
 }
 
+// A process that leaves the job and joins again (tandem_finalize, then
+// tandem_init) must read nothing an earlier session left in the store.
+// Session s runs s+1 allgathers on every rank, then rank 0 starts one more
+// and gives up on it: its key stays behind, as the keys of a session's last
+// allgather always do. Session s+1 runs one allgather more than s, so every
+// rank arrives at that operation's number again, mostly before rank 0 (which
+// waited out its timeout), and must see this session's blob. Without
+// per-session keys they read the stale one (or the store refused the
+// returning rank as a duplicate while its old connection was still open).
+std::string rejoining_rank(int rank, int size, int sessions) {
+  auto blob = [](int s, int op, int r) {
+    return "session" + std::to_string(s) + "-op" + std::to_string(op) + "-rank" + std::to_string(r);
+  };
+  for (int s = 0; s < sessions; ++s) {
+    auto b = bootstrap_from_environment();
+    for (int op = 0; op <= s; ++op) {
+      auto all = b->allgather(bytes(blob(s, op, rank)), 20s);
+      for (int r = 0; r < size; ++r)
+        CHECK_EQ_MSG(str(all[r]), blob(s, op, r), "rank " + std::to_string(r) + "'s blob");
+    }
+    if (rank == 0) {
+      try {
+        b->allgather(bytes("left over from session " + std::to_string(s)), 300ms);
+        return "an allgather no other rank joined completed";
+      } catch (const TimeoutError&) {
+      }
+    }
+  }
+  return "";
+}
+
+TEST_F(TcpBootstrapTest, JoiningAgainReadsNothingOfTheLastSession) {
+  const int size = 3, sessions = 6;
+  {
+    SCOPED_TRACE("external store");
+    TcpStoreServer store(kToken);
+    expect_all_ok(run_forked(world(size, store.port(), true),
+                             [&](int r) { return rejoining_rank(r, size, sessions); }));
+  }
+  {
+    SCOPED_TRACE("rank 0 hosts the store");
+    expect_all_ok(run_forked(world(size, test::free_port(), false),
+                             [&](int r) { return rejoining_rank(r, size, sessions); }));
+  }
+}
+
 TEST_F(TcpBootstrapTest, JobIdsDifferBetweenJobs) {
   std::string first, second;
   for (std::string* out : {&first, &second}) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstddef>
 #include <vector>
 
 #include "tandem/tandem.h"
@@ -112,6 +113,37 @@ inline void expected(tandem_dtype_t t, tandem_op_t op, int n, size_t i, double p
     if (op == TANDEM_AVERAGE) a = a / n;
     put(t, out, 0, static_cast<double>(a));
   }
+}
+
+// The trees the allreduce algorithms across nodes reduce each element along
+// (collectives/allreduce_algorithms.h), written here from their description,
+// in float32 as the kernels compute it (prescale on the raw inputs, the
+// AVERAGE division and postscale once at the end). x[r] is rank r's input.
+// Recursive doubling and halving-doubling: the first 2(n-p) ranks fold in
+// pairs onto the largest power of two p <= n, then pairs, pairs of pairs...
+inline float tree_value(const std::vector<float>& x, float pre, float post) {
+  const int n = static_cast<int>(x.size());
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int extra = n - p;
+  std::vector<float> v(p);
+  for (int i = 0; i < p; ++i)
+    v[i] = i < extra ? x[2 * i] * pre + x[2 * i + 1] * pre : x[i + extra] * pre;
+  for (int m = 1; m < p; m <<= 1)
+    for (int i = 0; i < p; ++i)
+      if ((i & m) == 0) v[i] = v[i | m] = v[i] + v[i | m];
+  return v[0] / static_cast<float>(n) * post;
+}
+
+// Ring: block b of the vector (whole 64-byte lines) accumulates from rank b
+// around the ring.
+inline float ring_value(const std::vector<float>& x, size_t element, size_t count, float pre, float post) {
+  const size_t n = x.size();
+  const size_t per = ((count + n - 1) / n + 15) / 16 * 16;
+  const size_t b = element / per;
+  float acc = x[b % n] * pre;
+  for (size_t k = 1; k < n; ++k) acc = acc + x[(b + k) % n] * pre;
+  return acc / static_cast<float>(n) * post;
 }
 
 }  // namespace testing

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "collectives/allreduce_algorithms.h"
+#include "collectives/model.h"
 #include "collectives/reduce.h"
 #include "common/errors.h"
 #include "reference.h"
@@ -92,8 +94,11 @@ TEST(Allreduce, Float16AccumulatesInFloat32) {
 }
 
 // Random floats with inexact scales: every rank must hold the same bits,
-// twice in a row, and on one node the bits of a rank-order float32 fold.
-void determinism(int size, std::vector<int> layout, bool compare_to_fold, size_t count = 100003) {
+// twice in a row; on one node the bits of a rank-order float32 fold, with
+// one rank per node those of the tree of the algorithm across nodes that
+// the model picks (reference.h).
+enum class Order { kNone, kRankFold, kCrossNodeTree };
+void determinism(int size, std::vector<int> layout, Order order, size_t count = 100003) {
   std::vector<std::vector<float>> results(size);
   std::vector<std::vector<float>> inputs(size, std::vector<float>(count));
   for (int r = 0; r < size; ++r) {
@@ -115,21 +120,33 @@ void determinism(int size, std::vector<int> layout, bool compare_to_fold, size_t
   }
   for (int r = 1; r < size; ++r)
     EXPECT_EQ(0, std::memcmp(results[r].data(), results[0].data(), count * 4)) << "rank " << r << " differs from rank 0";
-  if (!compare_to_fold) return;
+  if (order == Order::kNone) return;
+  const bool ring = choose_allreduce(size, count * 4) == AllreduceAlgorithm::kRing;
   for (size_t i = 0; i < count; i += 997) {
-    float acc = inputs[0][i] * 0.1f;
-    for (int r = 1; r < size; ++r) acc = acc + inputs[r][i] * 0.1f;
-    EXPECT_EQ(results[0][i], acc / static_cast<float>(size) * 3.3f) << "element " << i;
+    std::vector<float> x(size);
+    for (int r = 0; r < size; ++r) x[r] = inputs[r][i];
+    float want = 0;
+    if (order == Order::kRankFold) {
+      float acc = x[0] * 0.1f;
+      for (int r = 1; r < size; ++r) acc = acc + x[r] * 0.1f;
+      want = acc / static_cast<float>(size) * 3.3f;
+    } else {
+      want = ring ? ring_value(x, i, count, 0.1f, 3.3f) : tree_value(x, 0.1f, 3.3f);
+    }
+    EXPECT_EQ(results[0][i], want) << "element " << i;
   }
 }
 
-TEST(Allreduce, DeterministicOneNode) { determinism(5, {}, true); }
-TEST(Allreduce, DeterministicTwoNodes) { determinism(6, {3, 3}, false); }
-TEST(Allreduce, DeterministicUneven) { determinism(4, {3, 1}, false); }
-// One rank per node: the transport alone reduces, in rank order, for large
-// messages (reduce-scatter + allgather) and small ones (whole-vector exchange).
-TEST(Allreduce, DeterministicOneRankPerNode) { determinism(3, {1, 1, 1}, true); }
-TEST(Allreduce, DeterministicOneRankPerNodeSmall) { determinism(4, {1, 1, 1, 1}, true, 1001); }
+TEST(Allreduce, DeterministicOneNode) { determinism(5, {}, Order::kRankFold); }
+TEST(Allreduce, DeterministicTwoNodes) { determinism(6, {3, 3}, Order::kNone); }
+TEST(Allreduce, DeterministicUneven) { determinism(4, {3, 1}, Order::kNone); }
+// One rank per node: the transport alone reduces, along the tree of the
+// algorithm the model picks (test_cross_node.cc checks each algorithm's),
+// for a medium message and a small one, on 3 nodes (folded) and 4.
+TEST(Allreduce, DeterministicOneRankPerNode) { determinism(3, {1, 1, 1}, Order::kCrossNodeTree); }
+TEST(Allreduce, DeterministicOneRankPerNodeSmall) {
+  determinism(4, {1, 1, 1, 1}, Order::kCrossNodeTree, 1001);
+}
 
 // An input in the shared arena is read by the peers where it lies.
 TEST(Allreduce, SharedArenaBuffers) {
@@ -242,6 +259,163 @@ TEST(Allreduce, InArenaPathMatchesStagedPath) {
       c.allreduce(priv.data(), priv.data(), count, TANDEM_FLOAT64, TANDEM_AVERAGE, 0.3, 1.7);
       EXPECT_EQ(std::memcmp(shared, priv.data(), count * 8), 0) << "rank " << me;
       c.free_shared(shared);
+    });
+  }
+}
+
+// ------------------------------------------------ node-local algorithms
+// The staged algorithm (copy in, reduce, copy out through the segment) and
+// the direct one (single copy from and to peers' own buffers, needs CMA),
+// each forced for every size above the one-barrier path, and the direct one
+// with single copy turned off (it must stage instead): every type, op,
+// odd and large count, in place or not, on every layout.
+struct PathCase {
+  Layout layout;
+  int path;  // CommunicatorOptions::shm_allreduce_path: 1 staged, 2 direct
+  bool cma;
+  std::string name() const {
+    return layout.name() + (path == 1 ? "_staged" : "_direct") + (cma ? "" : "_nocma");
+  }
+};
+
+void PrintTo(const PathCase& c, std::ostream* os) { *os << c.name(); }
+
+std::vector<PathCase> path_cases() {
+  std::vector<PathCase> out;
+  for (const Layout& l : all_layouts()) {
+    out.push_back({l, 1, true});
+    out.push_back({l, 2, true});
+  }
+  for (int n : {2, 3}) out.push_back({{n, {}}, 2, false});
+  return out;
+}
+
+CommunicatorOptions path_options(const PathCase& c, size_t chunk = 4096) {
+  CommunicatorOptions o = small_options();
+  o.shm_chunk_bytes = chunk;
+  o.shm_allreduce_path = c.path;
+  o.shm_cma = c.cma;
+  return o;
+}
+
+class AllreducePaths : public ::testing::TestWithParam<PathCase> {};
+
+TEST_P(AllreducePaths, EveryTypeOpAndOddCount) {
+  const PathCase pc = GetParam();
+  run_layout(pc.layout, [](Communicator& c) {
+    for (auto t : kTypes)
+      for (auto op : kOps)
+        for (size_t count : {size_t{0}, size_t{1}, size_t{1023}, size_t{5003}, size_t{70001}})
+          check_case(c, t, op, count, count == 5003);
+  }, path_options(pc));
+}
+
+// Several pieces of the direct algorithm per part, non-temporal stores
+// (>= 8 MiB), and the staged algorithm's default step size.
+TEST_P(AllreducePaths, LargeCount) {
+  const PathCase pc = GetParam();
+  run_layout(pc.layout, [](Communicator& c) {
+    check_case(c, TANDEM_FLOAT32, TANDEM_SUM, (size_t{1} << 21) + 3, false);
+    check_case(c, TANDEM_FLOAT64, TANDEM_AVERAGE, (size_t{1} << 20) + 1, true);
+    check_case(c, TANDEM_INT8, TANDEM_MAX, 300007, false);
+  }, path_options(pc, 256 << 10));
+}
+
+// Buffers in the shared arena are read and written in place by peers, next
+// to private ones: every mix of arena/private send and recv per rank.
+TEST_P(AllreducePaths, ArenaAndPrivateBuffersMixed) {
+  const PathCase pc = GetParam();
+  run_layout(pc.layout, [](Communicator& c) {
+    const int me = c.identity().rank, n = c.identity().size;
+    const size_t count = 40009;
+    for (int mix = 0; mix < 4; ++mix) {
+      // mix 0: send private, recv arena; 1: send arena, recv private;
+      // 2: in place in the arena on odd ranks only; 3: in place in the arena.
+      const bool send_shared = mix == 1 || mix == 3 || (mix == 2 && me % 2 == 1);
+      const bool recv_shared = mix == 0 || mix == 3 || (mix == 2 && me % 2 == 1);
+      const bool in_place = mix >= 2;
+      std::vector<int32_t> send_heap(count), recv_heap(count, -1);
+      int32_t* send = send_shared ? static_cast<int32_t*>(c.allocate_shared(count * 4)) : send_heap.data();
+      int32_t* recv = in_place ? send
+                      : recv_shared ? static_cast<int32_t*>(c.allocate_shared(count * 4))
+                                    : recv_heap.data();
+      for (size_t i = 0; i < count; ++i) send[i] = static_cast<int32_t>(i % 1001) * (me + 1) - 7;
+      c.allreduce(send, recv, count, TANDEM_INT32, TANDEM_SUM);
+      size_t wrong = 0;
+      for (size_t i = 0; i < count; ++i)
+        wrong += recv[i] != static_cast<int32_t>(i % 1001) * (n * (n + 1) / 2) - 7 * n;
+      EXPECT_EQ(wrong, 0u) << "rank " << me << " mix " << mix;
+      if (!in_place) {
+        for (size_t i = 0; i < count; i += 101)
+          ASSERT_EQ(send[i], static_cast<int32_t>(i % 1001) * (me + 1) - 7) << "input changed";
+      }
+      if (send_shared) c.free_shared(send);
+      if (recv_shared && !in_place) c.free_shared(recv);
+    }
+  }, path_options(pc));
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, AllreducePaths, ::testing::ValuesIn(path_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+// Random floats, AVERAGE with inexact scales: the direct algorithm gives
+// the bits the staged one gives, on every rank, for 1-8 ranks and counts
+// around the part and piece boundaries; and the default choice (by size)
+// gives them too.
+TEST(Allreduce, DirectPathBitwiseEqualsStaged) {
+  for (int n = 1; n <= 8; ++n) {
+    for (size_t count : {size_t{1031}, size_t{100003}, size_t{(1 << 18) + 17}}) {
+      std::vector<std::vector<float>> inputs(n, std::vector<float>(count));
+      for (int r = 0; r < n; ++r) {
+        std::mt19937 gen(77 + r);
+        std::uniform_real_distribution<float> d(-1e3f, 1e3f);
+        for (auto& x : inputs[r]) x = d(gen);
+      }
+      std::vector<std::vector<std::vector<float>>> results(3, std::vector<std::vector<float>>(n));
+      for (int path = 0; path < 3; ++path) {
+        CommunicatorOptions o = small_options();
+        o.shm_chunk_bytes = 64 << 10;
+        o.shm_allreduce_path = path;
+        run_world(n, {}, [&](Communicator& c) {
+          const int me = c.identity().rank;
+          std::vector<float> out(count);
+          c.allreduce(inputs[me].data(), out.data(), count, TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, 3.3);
+          results[path][me] = out;
+        }, o);
+      }
+      for (int path = 0; path < 3; ++path)
+        for (int r = 0; r < n; ++r)
+          EXPECT_EQ(0, std::memcmp(results[path][r].data(), results[1][0].data(), count * 4))
+              << n << " ranks, count " << count << ": path " << path << " rank " << r
+              << " differs from the staged path's rank 0";
+    }
+  }
+}
+
+// Inputs of up to 24 bytes travel in the line of the barrier counter, by
+// parity: back-to-back calls whose inputs change every time, so a reader
+// that took a slot of the wrong parity (the call before or after) would see
+// another iteration's values; mixed with larger calls and barriers in
+// between, which move the parity.
+TEST(Allreduce, InlineSmallInputsBackToBack) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    run_world(n, {}, [](Communicator& c) {
+      const int me = c.identity().rank, size = c.identity().size;
+      for (int it = 0; it < 3000; ++it) {
+        const size_t count = 1 + it % 6;  // 4..24 bytes
+        int32_t in[6], out[6];
+        for (size_t i = 0; i < count; ++i) in[i] = it * 100 + me * 7 + static_cast<int32_t>(i);
+        c.allreduce(in, out, count, TANDEM_INT32, TANDEM_SUM);
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(out[i], size * (it * 100 + static_cast<int32_t>(i)) + 7 * size * (size - 1) / 2)
+              << "rank " << me << " iteration " << it << " element " << i;
+        if (it % 97 == 0) c.barrier();
+        if (it % 89 == 0) {
+          std::vector<int32_t> big(3000, me), sum(3000);
+          c.allreduce(big.data(), sum.data(), big.size(), TANDEM_INT32, TANDEM_SUM);
+          ASSERT_EQ(sum[2999], size * (size - 1) / 2);
+        }
+      }
     });
   }
 }

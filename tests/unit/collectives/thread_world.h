@@ -92,6 +92,11 @@ inline std::vector<Layout> all_layouts() {
   out.push_back({3, {1, 1, 1}});
   out.push_back({4, {2, 2}});
   out.push_back({2, {1, 1}});
+  // Across more nodes (the algorithms between nodes: folds, trees, rings):
+  // one rank on each of 8, three nodes of two, and five uneven nodes.
+  out.push_back({8, {1, 1, 1, 1, 1, 1, 1, 1}});
+  out.push_back({6, {2, 2, 2}});
+  out.push_back({7, {2, 1, 2, 1, 1}});
   // Cyclic placements (srun -m cyclic): a node's ranks are not contiguous.
   out.push_back({6, {}, {0, 1, 0, 1, 0, 1}});
   out.push_back({4, {}, {0, 1, 0, 0}});

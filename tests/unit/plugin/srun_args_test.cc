@@ -35,5 +35,30 @@ TEST(SrunArgs, ReadsMpi) {
   EXPECT_FALSE(scan({"true"}).mpi);
 }
 
+TEST(SrunArgs, ReadsKillOnBadExitInItsForms) {
+  EXPECT_EQ(scan({"-K", "true"}).kill_on_bad_exit, "1");
+  EXPECT_EQ(scan({"-K0", "true"}).kill_on_bad_exit, "0");
+  EXPECT_EQ(scan({"-lK0", "true"}).kill_on_bad_exit, "0");
+  EXPECT_EQ(scan({"--kill-on-bad-exit", "true"}).kill_on_bad_exit, "1");
+  EXPECT_EQ(scan({"--kill-on-bad-exit=0", "--horovod", "true"}).kill_on_bad_exit, "0");
+  EXPECT_EQ(scan({"-N", "2", "--kill-on-bad-exit=1", "true"}).kill_on_bad_exit, "1");
+  // -K takes no separate value: "0" here is the command.
+  EXPECT_EQ(scan({"-K", "0"}).kill_on_bad_exit, "1");
+  EXPECT_FALSE(scan({"-N", "2", "true", "-K0"}).kill_on_bad_exit);
+  EXPECT_FALSE(scan({"--horovod", "true"}).kill_on_bad_exit);
+  // The value of an option is not an option: "-J -K0" names the job "-K0".
+  EXPECT_FALSE(scan({"-J", "-K0", "true"}).kill_on_bad_exit);
+}
+
+TEST(SrunArgs, KillOnBadExitOnlyForHorovodStepsTheUserSaidNothingAbout) {
+  EXPECT_TRUE(needs_kill_on_bad_exit(true, scan({"--horovod", "true"}), nullptr));
+  EXPECT_FALSE(needs_kill_on_bad_exit(false, scan({"true"}), nullptr));
+  EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"--kill-on-bad-exit=0", "--horovod", "true"}), nullptr));
+  EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"-K0", "--horovod", "true"}), nullptr));
+  EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"-K", "--horovod", "true"}), nullptr));
+  EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"--horovod", "true"}), "0"));
+  EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"--horovod", "true"}), "1"));
+}
+
 }  // namespace
 }  // namespace tandem::plugin

@@ -215,9 +215,16 @@ struct GpuCluster {
       me.local_rank = r;
       me.local_size = n;
       auto device = std::make_unique<GpuDataPath>(me, [make_backend, r] { return make_backend(r); });
-      ranks.push_back(std::make_unique<Runtime>(r, n, threads.factory(r), Cluster::test_settings(),
-                                                nullptr, std::move(device)));
+      ranks.push_back(std::make_unique<Runtime>(r, n, threads.factory(r), settings(), nullptr,
+                                                std::move(device)));
     }
+  }
+  // SCHED_BATCH for the runtime thread, so that the switch to the default
+  // policy around device work is what the policy checks below see.
+  static Settings settings() {
+    Settings s = Cluster::test_settings();
+    s.batch_scheduling = true;
+    return s;
   }
   void each(const std::function<void(int, Runtime&)>& body) {
     std::vector<std::thread> t;
@@ -434,8 +441,9 @@ TEST(GpuRouting, FusedAllreduceAndEveryCollectiveReachTheBackendWithRightValues)
     EXPECT_EQ(reqs[3].send_counts, (std::vector<size_t>{1, 2, 3}));
     EXPECT_EQ(reqs[4].recv_counts, (std::vector<size_t>{2, 1, 1}));
     EXPECT_EQ(c.logs[size_t(r)].allocations, 3);
-    // The runtime thread is SCHED_BATCH, but device work (and the threads
-    // NCCL starts from it) runs under the default policy.
+    // The runtime thread is SCHED_BATCH here (GpuCluster::settings), but
+    // device work (and the threads NCCL starts from it) runs under the
+    // default policy.
     EXPECT_EQ(c.logs[size_t(r)].policies, std::vector<int>(10, SCHED_OTHER)) << "rank " << r;
   }
   // One NCCL id for the global set, created once, the same on every member.

@@ -2,10 +2,14 @@
 // timeline, stall inspector.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <sched.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -207,6 +211,47 @@ TEST(Timeline, RuntimeWritesValidJsonWithEveryPhase) {
                                 "sys.exit(0 if need <= names else 1)\" ") + path;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << "timeline " << path << " is not valid JSON with every phase";
   std::remove(path);
+}
+
+// Policies of this process's threads named tandem-runtime (one per rank here).
+std::set<int> runtime_thread_policies() {
+  std::set<int> out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "tandem-runtime") out.insert(sched_getscheduler(std::atoi(e->d_name)));
+  }
+  closedir(dir);
+  return out;
+}
+
+// The runtime thread must preempt the framework when it wakes (training on
+// one core per rank waited for the framework's time slice under SCHED_BATCH),
+// unless TANDEM_RUNTIME_SCHEDULING=batch asks for it.
+TEST(Scheduling, RuntimeThreadPolicyFollowsTheSetting) {
+  auto policies_of = [](Settings s) {
+    testing::Cluster c(2, s);
+    c.each([&](int, Runtime& rt) {  // a collective: both threads are up and looping
+      std::vector<float> a(4, 1), o(4);
+      EXPECT_EQ(testing::wait(rt.enqueue({testing::tensor("sched", a.data(), o.data(), {4})},
+                                         testing::allreduce())),
+                TANDEM_SUCCESS);
+    });
+    return runtime_thread_policies();
+  };
+  EXPECT_EQ(policies_of(testing::Cluster::test_settings()), std::set<int>{SCHED_OTHER});
+  Settings batch = testing::Cluster::test_settings();
+  batch.batch_scheduling = true;
+  EXPECT_EQ(policies_of(batch), std::set<int>{SCHED_BATCH});
+  EXPECT_TRUE(Settings::from_environment(env({{"TANDEM_RUNTIME_SCHEDULING", "batch"}}))
+                  .batch_scheduling);
+  EXPECT_FALSE(Settings::from_environment(env({})).batch_scheduling);
+  EXPECT_THROW(Settings::from_environment(env({{"TANDEM_RUNTIME_SCHEDULING", "fifo"}})),
+               InvalidArgument);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // framework binding does: run under tandem-run (tests/unit/runtime/meson.build),
 // alone (a world of one) and under srun --horovod=on (tests/e2e/test_runtime.py).
 //
-//   runtime_job [scenario...]     default: every scenario but lost-peer
+//   runtime_job [scenario...]     default: every scenario but lost-peer,
+//                                 lost-idle-peer and diverged
 //
 // Every check that fails prints "rank R: FAIL ..." and the rank exits 1;
 // "rank R: ok <scenario>" lines say what passed.
@@ -253,6 +254,49 @@ void lost_idle_peer() {
   std::printf("rank %d: ok lost-idle-peer (%s)\n", rank, tandem_handle_error(h));
 }
 
+// The ranks take different paths: rank 0 waits in a barrier, rank 1 in an
+// allgather 'x', any others in an allreduce whose name drifted. No rank
+// can ever go on: every rank's wait fails (TANDEM_ERR_ABORTED) with one
+// message naming each rank's wait, long before TANDEM_TIMEOUT. The next
+// enqueue fails the same way; after finalize and init the job works again.
+void diverged() {
+  if (size < 2) return;
+  tandem_handle_t h = 0;
+  std::vector<float> x(3, 1.0f);
+  int64_t shape[1] = {3};
+  const std::string drift = "drift." + std::to_string(rank);
+  tandem_tensor_t t = tensor(rank == 1 ? "x" : drift.c_str(), x.data(),
+                             rank == 1 ? nullptr : x.data(), TANDEM_FLOAT32, 1, shape);
+  if (rank == 0) OK(tandem_enqueue_barrier(0, &h));
+  else if (rank == 1) OK(tandem_enqueue_allgather(&t, 0, &h));
+  else OK(tandem_enqueue_allreduce(&t, TANDEM_SUM, 1, 1, 0, &h));
+  const tandem_result_t rc = tandem_handle_wait(h, 120.0);
+  CHECK(rc == TANDEM_ERR_ABORTED, "diverged ranks: the wait ended with %s, expected ABORTED",
+        tandem_result_name(rc));
+  const std::string msg = tandem_handle_error(h);
+  CHECK(msg.find("deadlock") != std::string::npos &&
+            msg.find("rank 0 waits in barrier") != std::string::npos &&
+            msg.find("rank 1 waits in allgather 'x'") != std::string::npos,
+        "the message does not name every rank's wait: %s", msg.c_str());
+  for (int k = 2; k < size; ++k)
+    CHECK(msg.find("rank " + std::to_string(k) + " waits in allreduce 'drift." +
+                   std::to_string(k) + "'") != std::string::npos,
+          "rank %d's wait is not named: %s", k, msg.c_str());
+  std::printf("rank %d: deadlock error: %s\n", rank, msg.c_str());
+  tandem_handle_release(h);
+  float v = 1;
+  tandem_tensor_t y = tensor("after.deadlock", &v, &v, TANDEM_FLOAT32, 0, nullptr);
+  CHECK(tandem_enqueue_allreduce(&y, TANDEM_SUM, 1, 1, 0, &h) == TANDEM_ERR_ABORTED,
+        "an enqueue after the deadlock did not fail with ABORTED");
+  OK(tandem_finalize());
+  OK(tandem_init());
+  OK(tandem_enqueue_allreduce(&y, TANDEM_SUM, 1, 1, 0, &h));
+  OK(tandem_handle_wait(h, 120.0));
+  CHECK(v == static_cast<float>(size), "allreduce after init again gave %g", v);
+  tandem_handle_release(h);
+  std::printf("rank %d: ok diverged\n", rank);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -273,6 +317,7 @@ int main(int argc, char** argv) {
     else if (s == "broadcast-allgather") broadcast_allgather();
     else if (s == "lost-peer") lost_peer();
     else if (s == "lost-idle-peer") lost_idle_peer();
+    else if (s == "diverged") diverged();
     else CHECK(false, "unknown scenario '%s'", s.c_str());
   }
   OK(tandem_finalize());

@@ -1,9 +1,15 @@
 // Shared memory: segment privacy and cleanup, the settings, and the failure
 // tests with forked ranks: a SIGKILLed peer fails every survivor with
 // PeerLostError naming it, a SIGSTOPped one with TimeoutError after the
-// timeout; nobody hangs and nothing is left in /dev/shm.
+// timeout, on both node-local allreduce algorithms; nobody hangs and
+// nothing is left in /dev/shm. Single copy (process_vm_readv/writev)
+// between forked ranks, and its fallback when a rank refuses it.
 #include <dirent.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -160,15 +166,17 @@ TEST(Settings, StrictParsing) {
 
 enum Outcome { kNone = 0, kPeerLost = 1, kTimeout = 2, kOther = 3, kOk = 4 };
 
-// A rank: join, report ready, then allreduce 4 MiB until something fails.
+// A rank: join, report ready, then allreduce 4 MiB until something fails
+// (path: CommunicatorOptions::shm_allreduce_path).
 [[noreturn]] void rank_main(ForkArea* area, int rank, int size, const std::string& job,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, int path) {
   int outcome = kOther;
   std::string msg;
   try {
     CommunicatorOptions o = small_options();
     o.timeout = timeout;
     o.shm_chunk_bytes = 64 << 10;
+    o.shm_allreduce_path = path;
     Communicator c(std::make_unique<ForkBootstrap>(area, rank, size, job), nullptr, o);
     std::vector<float> buf(1 << 20, 1.0f);
     area->ready[rank] = 1;
@@ -194,12 +202,12 @@ struct ForkRun {
   std::string job;
 };
 
-ForkRun start(int size, std::chrono::milliseconds timeout) {
+ForkRun start(int size, std::chrono::milliseconds timeout, int path = 0) {
   static int counter = 0;
   ForkRun run{size, {}, make_fork_area(), "forktest" + std::to_string(getpid()) + "-" + std::to_string(counter++)};
   for (int r = 0; r < size; ++r) {
     const pid_t pid = fork();
-    if (pid == 0) rank_main(run.area, r, size, run.job, timeout);
+    if (pid == 0) rank_main(run.area, r, size, run.job, timeout, path);
     run.pids.push_back(pid);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -230,10 +238,14 @@ void reap_survivors(ForkRun& run, int victim, std::chrono::seconds limit) {
   }
 }
 
-TEST(ShmFailure, KilledPeerFailsEverySurvivorWithPeerLost) {
+// Both node-local allreduce algorithms: staged (every wait is a barrier)
+// and direct (survivors may be reading or writing the victim's memory).
+class ShmFailure : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShmFailure, KilledPeerFailsEverySurvivorWithPeerLost) {
   // The timeout is far beyond the reaping limit: only the liveness check
   // can end the survivors' waits in time.
-  ForkRun run = start(4, std::chrono::seconds(120));
+  ForkRun run = start(4, std::chrono::seconds(120), GetParam());
   const int victim = 2;
   ASSERT_EQ(kill(run.pids[victim], SIGKILL), 0);
   int status = 0;
@@ -248,8 +260,8 @@ TEST(ShmFailure, KilledPeerFailsEverySurvivorWithPeerLost) {
   munmap(run.area, sizeof(ForkArea));
 }
 
-TEST(ShmFailure, StoppedPeerFailsEverySurvivorWithTimeout) {
-  ForkRun run = start(3, std::chrono::milliseconds(1500));
+TEST_P(ShmFailure, StoppedPeerFailsEverySurvivorWithTimeout) {
+  ForkRun run = start(3, std::chrono::milliseconds(1500), GetParam());
   const int victim = 1;
   ASSERT_EQ(kill(run.pids[victim], SIGSTOP), 0);
   reap_survivors(run, victim, std::chrono::seconds(60));
@@ -263,6 +275,163 @@ TEST(ShmFailure, StoppedPeerFailsEverySurvivorWithTimeout) {
   }
   EXPECT_TRUE(shm_entries(run.job).empty());
   munmap(run.area, sizeof(ForkArea));
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ShmFailure, ::testing::Values(1, 2),
+                         [](const auto& info) { return info.param == 1 ? "staged" : "direct"; });
+
+// ------------------------------------------- single copy between processes
+
+// Whether this machine lets one process read another's memory
+// (process_vm_readv on a forked child; root or not, Yama, seccomp): the
+// expectation of the tests below, checked independently of the engine.
+bool cma_works_here() {
+  static int answer = -1;
+  if (answer >= 0) return answer == 1;
+  static volatile uint64_t word = 0x5eed;
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    char c = 1;
+    (void)!write(fds[1], &c, 1);
+    pause();
+    _exit(0);
+  }
+  close(fds[1]);
+  char c = 0;
+  (void)!read(fds[0], &c, 1);
+  close(fds[0]);
+  uint64_t seen = 0;
+  struct iovec l = {&seen, sizeof seen}, r = {const_cast<uint64_t*>(&word), sizeof seen};
+  answer = process_vm_readv(child, &l, 1, &r, 1, 0) == sizeof seen && seen == 0x5eed ? 1 : 0;
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  return answer == 1;
+}
+
+// Makes ptrace access (hence process_vm_readv/writev) fail between this
+// process and its peers, as Yama or a non-dumpable process would: not
+// dumpable, so unprivileged peers may not attach to it, and without
+// CAP_SYS_PTRACE, so that as root it may not attach to peers that hold more
+// capabilities than it does (root peers could still attach to it).
+void refuse_cma() {
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct d[2] = {};
+  if (syscall(SYS_capget, &h, d) != 0) return;
+  const int bit = CAP_SYS_PTRACE;
+  d[bit / 32].effective &= ~(1u << (bit % 32));
+  d[bit / 32].permitted &= ~(1u << (bit % 32));
+  syscall(SYS_capset, &h, d);
+}
+
+// Forked ranks (separate address spaces): every size and both algorithms,
+// results checked on every rank and equal bit for bit across ranks; which
+// path the node took is reported back. `refuse`: local rank 1 refuses
+// single copy, so the node must find out at setup and stage.
+struct ForkedResult {
+  bool all_ok = true;
+  bool single_copy[kForkMaxRanks] = {};
+  std::string failure;
+};
+
+ForkedResult forked_allreduce(int size, int path, bool refuse) {
+  ForkArea* area = make_fork_area();
+  static int counter = 0;
+  const std::string job = "cmatest" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < size; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int outcome = kOther;
+      std::string msg;
+      try {
+        if (refuse && r == 1) refuse_cma();
+        CommunicatorOptions o = small_options();
+        o.shm_chunk_bytes = 64 << 10;
+        o.shm_allreduce_path = path;
+        Communicator c(std::make_unique<ForkBootstrap>(area, r, size, job), nullptr, o);
+        area->ready[r] = c.shm_single_copy() ? 2 : 1;
+        for (size_t count : {size_t{1}, size_t{1025}, size_t{40001}, size_t{(1 << 20) + 7}}) {
+          std::vector<float> in(count), out(count, -1.0f);
+          for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((i * 7 + r * 3) % 97) * 0.25f;
+          c.allreduce(in.data(), out.data(), count, TANDEM_FLOAT32, TANDEM_SUM);
+          for (size_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int k = 0; k < size; ++k) want += static_cast<float>((i * 7 + k * 3) % 97) * 0.25f;
+            if (out[i] != want) throw Error("count " + std::to_string(count) + " element " + std::to_string(i));
+          }
+          c.allreduce(in.data(), in.data(), count, TANDEM_FLOAT32, TANDEM_SUM);  // in place
+          if (std::memcmp(in.data(), out.data(), count * 4) != 0)
+            throw Error("in place differs, count " + std::to_string(count));
+          // Every rank checks its bits against rank 0's through a MAX and a MIN.
+          std::vector<float> hi(count), lo(count);
+          c.allreduce(out.data(), hi.data(), count, TANDEM_FLOAT32, TANDEM_MAX);
+          c.allreduce(out.data(), lo.data(), count, TANDEM_FLOAT32, TANDEM_MIN);
+          if (std::memcmp(hi.data(), lo.data(), count * 4) != 0)
+            throw Error("ranks disagree, count " + std::to_string(count));
+        }
+        outcome = kOk;
+      } catch (const std::exception& e) {
+        msg = e.what();
+      }
+      std::strncpy(area->message[r], msg.c_str(), sizeof area->message[r] - 1);
+      area->outcome[r] = outcome;
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  ForkedResult res;
+  for (int r = 0; r < size; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    res.single_copy[r] = area->ready[r] == 2;
+    if (area->outcome[r] != kOk) {
+      res.all_ok = false;
+      res.failure += "rank " + std::to_string(r) + ": " + area->message[r] + "; ";
+    }
+  }
+  munmap(area, sizeof(ForkArea));
+  EXPECT_TRUE(shm_entries(job).empty());
+  return res;
+}
+
+TEST(SingleCopy, ForkedRanksEverySizeBothPaths) {
+  for (int size : {2, 3, 4}) {
+    for (int path : {0, 1, 2}) {
+      const ForkedResult res = forked_allreduce(size, path, false);
+      EXPECT_TRUE(res.all_ok) << size << " ranks, path " << path << ": " << res.failure;
+      for (int r = 0; r < size; ++r)
+        EXPECT_EQ(res.single_copy[r], cma_works_here()) << "rank " << r << " of " << size;
+    }
+  }
+}
+
+// A rank that refuses ptrace access: every rank learns it at setup and the
+// node stages (no error, no partial use), with every result still right.
+TEST(SingleCopy, RefusedByOneRankFallsBackOnEveryRank) {
+  for (int size : {2, 3}) {
+    const ForkedResult res = forked_allreduce(size, 2, true);
+    EXPECT_TRUE(res.all_ok) << size << " ranks: " << res.failure;
+    for (int r = 0; r < size; ++r) EXPECT_FALSE(res.single_copy[r]) << "rank " << r << " of " << size;
+  }
+}
+
+// TANDEM_SHM_CMA=0 turns single copy off (the staged path's test switch).
+TEST(SingleCopy, SettingTurnsItOff) {
+  setenv("TANDEM_SHM_CMA", "0", 1);
+  EXPECT_FALSE(CommunicatorOptions::from_environment().shm_cma);
+  setenv("TANDEM_SHM_CMA", "yes", 1);
+  EXPECT_THROW(CommunicatorOptions::from_environment(), InvalidArgument);
+  unsetenv("TANDEM_SHM_CMA");
+  EXPECT_TRUE(CommunicatorOptions::from_environment().shm_cma);
+  CommunicatorOptions o = small_options();
+  o.shm_cma = false;
+  run_world(2, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()); }, o);
+  run_world(2, {}, [](Communicator& c) { EXPECT_TRUE(c.shm_single_copy()); });
+  run_world(1, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()) << "nobody to reach"; });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "common/settings.h"
 #include "transport/tcp/interface.h"
+#include "transport/tcp/tcp_transport.h"
 
 namespace tandem {
 namespace {
@@ -86,6 +87,28 @@ TEST(TcpInterface, AllLocalMeansLoopback) {
   std::string why;
   EXPECT_EQ(tcp::to_string(tcp::choose_listen_address(true, why)), "127.0.0.1:0");
   EXPECT_THAT(why, HasSubstr("loopback"));
+}
+
+TEST(TcpSettings, SpinAndStatsAreStrict) {
+  ::unsetenv(kSpinVariable);
+  ::unsetenv(kStatsVariable);
+  EXPECT_EQ(tcp_spin_from_environment().count(), kDefaultSpinUs);
+  EXPECT_FALSE(tcp_stats_from_environment());
+  {
+    EnvGuard g(kSpinVariable, "0");
+    EXPECT_EQ(tcp_spin_from_environment().count(), 0);
+    ::setenv(kSpinVariable, "250", 1);
+    EXPECT_EQ(tcp_spin_from_environment().count(), 250);
+    for (const char* bad : {"-1", "10us", "2000000", "1.5"}) {
+      ::setenv(kSpinVariable, bad, 1);
+      EXPECT_THAT(message_of([] { tcp_spin_from_environment(); }),
+                  HasSubstr(std::string("TANDEM_TCP_SPIN_US='") + bad + "'"));
+    }
+  }
+  EnvGuard g(kStatsVariable, "1");
+  EXPECT_TRUE(tcp_stats_from_environment());
+  ::setenv(kStatsVariable, "maybe", 1);
+  EXPECT_THAT(message_of([] { tcp_stats_from_environment(); }), HasSubstr("TANDEM_TCP_STATS"));
 }
 
 }  // namespace

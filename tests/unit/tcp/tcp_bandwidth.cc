@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,17 +25,30 @@ using namespace tandem;
 using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
-  const size_t max_mib = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 256;
   std::vector<double> seconds;  // per size, rank 0's view
   std::vector<size_t> sizes;
-  for (size_t mib = 1; mib <= max_mib; mib *= 4) sizes.push_back(mib << 20);
+  const std::string arg = argc > 1 ? argv[1] : "256";
+  if (arg.find_first_of(",KM") != std::string::npos) {
+    for (size_t at = 0; at < arg.size();) {
+      char* end = nullptr;
+      size_t v = std::strtoul(arg.c_str() + at, &end, 10);
+      if (*end == 'K') v <<= 10, ++end;
+      else if (*end == 'M') v <<= 20, ++end;
+      sizes.push_back(v);
+      at = static_cast<size_t>(end - arg.c_str()) + 1;
+    }
+  } else {
+    const size_t max_mib = std::strtoul(arg.c_str(), nullptr, 10);
+    for (size_t mib = 1; mib <= max_mib; mib *= 4) sizes.push_back(mib << 20);
+  }
   seconds.resize(sizes.size());
   auto measure = [&](Bootstrap& b, int rank) {
     auto t = connect_tcp(b, {0, 1}, std::chrono::milliseconds(60000));
     for (size_t i = 0; i < sizes.size(); ++i) {
       const size_t bytes = sizes[i];
       std::vector<char> out(bytes, static_cast<char>(rank)), in(bytes);
-      const int iters = static_cast<int>(std::max<size_t>(5, (size_t{2} << 30) / bytes));
+      const int iters = static_cast<int>(
+          std::min<size_t>(20000, std::max<size_t>(5, (size_t{2} << 30) / std::max<size_t>(bytes, 1))));
       t->sendrecv(1 - rank, out.data(), bytes, 1 - rank, in.data(), bytes);  // warm-up
       b.barrier(std::chrono::milliseconds(60000));
       const auto start = Clock::now();
@@ -64,6 +78,6 @@ int main(int argc, char** argv) {
   }
   std::printf("%12s %14s %18s\n", "size (B)", "time (ms)", "GB/s per direction");
   for (size_t i = 0; i < sizes.size(); ++i)
-    std::printf("%12zu %14.2f %18.2f\n", sizes[i], seconds[i] * 1e3, sizes[i] / seconds[i] / 1e9);
+    std::printf("%12zu %14.4f %18.2f\n", sizes[i], seconds[i] * 1e3, sizes[i] / seconds[i] / 1e9);
   return 0;
 }
