@@ -87,7 +87,7 @@ def broadcast_variables(variables, root_rank, process_set=_ps.global_process_set
     results = _arrays.wait_all([_arrays.start_broadcast("%s.%d" % (name, i), value, root_rank,
                                                         set_id)
                                 for i, value in enumerate(values)])
-    if _collectives.process_set_rank(set_id) != root_rank:
+    if _basics.rank() != root_rank:  # a global rank, as every broadcast's root
         for var, value in zip(variables, results):
             var.assign(value)
 
