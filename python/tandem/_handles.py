@@ -53,8 +53,13 @@ def poll(handle):
 
 
 def synchronize(handle):
-    """Waits for the operation and returns its output; raises its error."""
-    pending = _pending(handle)
+    """Waits for the operation and returns its output; raises its error.
+    A handle this process does not know (never returned, or already
+    synchronized) gives None, as Horovod's synchronize does."""
+    with _lock:
+        pending = _handles.get(handle)
+    if pending is None:
+        return None
     try:
         for request in pending.requests:
             request.wait()

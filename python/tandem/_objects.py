@@ -10,7 +10,7 @@ whatever else they ran in other process sets.
 import ctypes
 import pickle
 
-from tandem import _collectives, _dtypes
+from tandem import _basics, _collectives, _dtypes
 
 
 def _dumps(obj):
@@ -25,8 +25,9 @@ def _bytes_array(data):
 
 def broadcast_bytes(data, root_rank, name, process_set=0):
     """Returns the root's bytes on every rank of ``process_set`` (an engine
-    set id); ``data`` is read on the root only."""
-    root = _collectives.process_set_rank(process_set) == root_rank
+    set id); ``data`` is read on the root only. ``root_rank`` is a global
+    rank, as for every broadcast (a member of the set)."""
+    root = _basics.rank() == root_rank
     length = (ctypes.c_int64 * 1)(len(data) if root else 0)
     _collectives.broadcast(name + ".size",
                            _collectives.Buffer(ctypes.addressof(length), _dtypes.INT64, (1,)),
@@ -63,8 +64,8 @@ def allgather_bytes(data, name, process_set=0):
 
 def broadcast_object(obj, root_rank, name, process_set=0, dumps=_dumps, loads=pickle.loads):
     """Returns root_rank's ``obj`` on every rank (the root gets its own object
-    back, unserialized, as Horovod does)."""
-    root = _collectives.process_set_rank(process_set) == root_rank
+    back, unserialized, as Horovod does). ``root_rank`` is a global rank."""
+    root = _basics.rank() == root_rank
     data = broadcast_bytes(dumps(obj) if root else b"", root_rank, name, process_set)
     return obj if root else loads(data)
 

@@ -8,6 +8,7 @@ Horovod exposes the ops as module constants (``hvd.Sum``, ``hvd.Average``,
 
 import itertools
 import threading
+import warnings
 
 from tandem import _dtypes, errors
 
@@ -32,7 +33,11 @@ def resolve_op(op, average, what):
     deprecated boolean; neither given means Average."""
     if average is not None:
         if op is not None:
-            raise invalid("%s: give op or the deprecated average, not both" % what)
+            raise invalid("%s: the op parameter supersedes average; give only one of them"
+                          % what)
+        # Horovod's warning, word for word (scripts filter on it).
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed "
+                      "in v1.0", DeprecationWarning)
         return Average if average else Sum
     if op is None:
         return Average

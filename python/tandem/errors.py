@@ -1,15 +1,24 @@
 """Engine errors as Python exceptions.
 
 Every failed libtandem call raises a subclass of :class:`TandemError` (itself a
-``RuntimeError``, as Horovod's ``HorovodInternalError`` is) carrying the
-engine's message. The subclasses are made when the library is loaded, one per
-result code the library reports through ``tandem_result_name()``: the codes
-live in one place (engine/api/results.cc), never in a copy here.
+``RuntimeError``) carrying the engine's message. The subclasses are made when
+the library is loaded, one per result code the library reports through
+``tandem_result_name()``: the codes live in one place (engine/api/results.cc),
+never in a copy here.
 
 The class name is the CamelCase of the part after ``TANDEM_ERR_`` plus
 ``Error``: ``MismatchError``, ``TimeoutError``, ``DuplicateNameError``,
 ``InvalidArgumentError``, ``UnsupportedError``. ``tandem.errors.TimeoutError``
 is a ``TandemError``, not the builtin of the same name.
+
+Horovod's exception types are kept (its torch binding turns the engine's
+InvalidArgument status of an enqueue into ``ValueError`` and every other
+failure into ``HorovodInternalError``, a ``RuntimeError``; its own test suite
+catches them so): the result codes in :data:`VALUE_ERRORS` make classes that
+are also ``ValueError`` (a duplicate in-flight name, a bad argument), and
+every other code, including any code a newer library adds, makes a subclass
+of :class:`HorovodInternalError`, which elastic-style scripts catch
+(``except HorovodInternalError``) and horovod.common.exceptions re-exports.
 """
 
 import threading
@@ -19,6 +28,27 @@ from tandem import _library
 
 TandemError = _library.TandemError
 LibraryMismatch = _library.LibraryMismatch
+
+
+class HorovodInternalError(TandemError):
+    """An operation failed in the engine (ranks disagreed, a peer was lost or
+    did not answer, the engine was shut down or aborted, ...): Horovod's
+    ``horovod.common.exceptions.HorovodInternalError``, a ``RuntimeError``.
+    Scripts may also raise it themselves, as with Horovod."""
+
+
+# Result codes whose classes are also ValueError, as Horovod raises
+# ValueError for them: the torch binding maps an enqueue's InvalidArgument
+# status (duplicate in-flight name, bad splits, unknown process set, ...)
+# to std::invalid_argument, which pybind11 turns into ValueError, and its
+# test suite catches `ValueError` there. They are not HorovodInternalError.
+VALUE_ERRORS = frozenset({"TANDEM_ERR_INVALID_ARGUMENT", "TANDEM_ERR_DUPLICATE_NAME"})
+
+
+def _bases(result_name):
+    if result_name in VALUE_ERRORS:
+        return (TandemError, ValueError)
+    return (HorovodInternalError,)
 
 
 _by_code = {}
@@ -56,7 +86,7 @@ def _populate():
         for name, value in table.items():
             if name == _SUCCESS:
                 continue
-            cls = type(_class_name(name), (TandemError,), {
+            cls = type(_class_name(name), _bases(name), {
                 "code": value, "name": name,
                 "__doc__": lib.tandem_result_string(value).decode(),
                 "__module__": __name__,
@@ -103,7 +133,7 @@ def from_code(code):
         message = lib.tandem_result_string(code).decode(errors="replace")
     cls = _by_code.get(code)
     if cls is None:
-        return TandemError("libtandem returned unknown result %d: %s" % (code, message))
+        return HorovodInternalError("libtandem returned unknown result %d: %s" % (code, message))
     return cls(message)
 
 
@@ -128,5 +158,6 @@ def from_result(code, message):
         message = lib.tandem_result_string(code).decode(errors="replace")
     cls = _by_code.get(code)
     if cls is None:
-        return TandemError("libtandem returned unknown result %d: %s" % (code, message))
+        return HorovodInternalError("libtandem returned unknown result %d: %s"
+                                    % (code, message))
     return cls(message)

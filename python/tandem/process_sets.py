@@ -67,12 +67,14 @@ def add_process_set(process_set):
 
 
 def remove_process_set(process_set):
-    """Unregisters a set (collective); pending operations in it fail."""
-    if process_set.process_set_id == 0:
-        raise errors.make("TANDEM_ERR_INVALID_ARGUMENT",
-                          "the global process set cannot be removed")
-    _collectives.remove_process_set(process_set._id("remove_process_set"))
+    """Unregisters a set (collective); pending operations in it fail.
+    Returns True, or False (as Horovod does, without a collective) for the
+    global set, which is never removed, and a set that is not registered."""
+    if process_set.process_set_id is None or process_set.process_set_id == 0:
+        return False
+    _collectives.remove_process_set(process_set.process_set_id)
     process_set.process_set_id = None
+    return True
 
 
 def ident(process_set, what):

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import horovod.torch as hvd
-from tandem import _collectives, _dtypes, errors
+from tandem import _basics, _collectives, _dtypes, errors
 from tandem.torch import _cuda
 from workers.fake_cuda import Recorder, fake_cuda, fake_streams, stream_handle
 
@@ -35,6 +35,8 @@ def engine(monkeypatch, build_dir):
     monkeypatch.setattr(_collectives, "_lib", lambda: recorder)
     monkeypatch.setattr(_collectives, "process_set_rank", lambda ident: 0)
     monkeypatch.setattr(_collectives, "process_set_size", lambda ident: 1)
+    monkeypatch.setattr(_basics, "size", lambda: 1)
+    monkeypatch.setattr(_basics, "rank", lambda: 0)
     fake_streams(monkeypatch, recorder.log)
     recorder.allocations = []
 
@@ -68,7 +70,7 @@ def test_allreduce_passes_device_index_pointers_and_stream(engine):
     t = fake_cuda(torch.arange(6, dtype=torch.float32).reshape(2, 3), 1)
     out = hvd.allreduce(t, op=hvd.Sum, name="x")
     (_, fn, _, (rec,), extra), = enqueues(engine)
-    assert fn == ALLREDUCE and rec.name == "x"
+    assert fn == ALLREDUCE and rec.name == "allreduce.x"  # Horovod's engine name
     assert rec.device == 1 and rec.dtype == _dtypes.FLOAT32 and rec.shape == (2, 3)
     assert rec.input == t.data_ptr() and rec.output == out.data_ptr() != t.data_ptr()
     assert out.device == torch.device("cuda", 1)
@@ -160,7 +162,8 @@ def test_allgather_of_a_type_the_engine_lacks_travels_as_bytes(engine):
     t = fake_cuda(torch.arange(4, dtype=torch.int16).reshape(2, 2), 0)
     out = hvd.allgather(t)
     (_, _, _, (rec,), _), = enqueues(engine)
-    assert rec.dtype == _dtypes.UINT8 and rec.shape == (2, 4) and rec.device == 0
+    # Bytes with a trailing dimension of the element size.
+    assert rec.dtype == _dtypes.UINT8 and rec.shape == (2, 2, 2) and rec.device == 0
     assert engine.allocations == [((2, 2), torch.int16, torch.device("cuda", 0))]
     assert torch.equal(out, torch.arange(4, dtype=torch.int16).reshape(2, 2))
 
@@ -204,14 +207,16 @@ def test_stream_is_set_on_the_enqueuing_thread(engine):
     assert thread_id == engine.events("enqueue")[0][2] != threading.get_ident()
 
 
-def test_distributed_optimizer_reduces_cuda_gradients_in_place(engine):
+def test_distributed_optimizer_reduces_cuda_gradients_in_place(engine, monkeypatch):
+    # A world of one reduces nothing (as Horovod) unless HOROVOD_ELASTIC=1.
+    monkeypatch.setenv("HOROVOD_ELASTIC", "1")
     w = torch.nn.Parameter(torch.ones(3))
     b = torch.nn.Parameter(torch.zeros(2))
     opt = hvd.DistributedOptimizer(torch.optim.SGD([w, b], lr=0.5),
                                    named_parameters=[("w", w), ("b", b)])
     w.grad = fake_cuda(torch.full((3,), 2.0), 0)
     b.grad = fake_cuda(torch.full((2,), 4.0), 0)
-    grads = {"grad.w": w.grad.data_ptr(), "grad.b": b.grad.data_ptr()}
+    grads = {"allreduce.w": w.grad.data_ptr(), "allreduce.b": b.grad.data_ptr()}
     opt.step()
     recs = {e[3][0].name: e[3][0] for e in enqueues(engine, ALLREDUCE)}
     assert set(recs) == set(grads)
@@ -226,9 +231,9 @@ def test_broadcast_parameters_sends_each_cuda_tensor_from_its_device(engine):
     state = {"a": fake_cuda(torch.ones(2), 1), "b": torch.zeros(3)}
     hvd.broadcast_parameters(state, root_rank=0)
     recs = {e[3][0].name: e[3][0] for e in enqueues(engine, "tandem_enqueue_broadcast")}
-    assert recs["bcast.param.a"].device == 1
-    assert recs["bcast.param.a"].input == state["a"].data_ptr()
-    assert recs["bcast.param.b"].device == _collectives.DEVICE_CPU
+    assert recs["broadcast.a"].device == 1
+    assert recs["broadcast.a"].input == state["a"].data_ptr()
+    assert recs["broadcast.b"].device == _collectives.DEVICE_CPU
     assert len(engine.events("stream")) == 1
 
 

@@ -87,10 +87,13 @@ def _built(env, code="import horovod.torch as hvd; print(hvd.nccl_built(), hvd.c
 
 
 def test_built_means_compiled_in_from_the_build_facts_or_the_engine(py_env, build_dir):
-    from tandem import _config  # the build tree's facts (conftest puts it on sys.path)
+    from tandem import _built as built, _config  # the build tree's (conftest's sys.path)
     compiled = str(bool(_config.BUILD["cuda_headers"]))
-    # The build tree's package describes the library it loads: exact.
-    assert _built(py_env) == [compiled, compiled]
+    # The build tree's package describes the library it loads: exact, and
+    # nccl_built() is Horovod's NCCL version code of the headers (or 0).
+    code = built.nccl_version_code(_config.BUILD["nccl_headers"]) \
+        if _config.BUILD["cuda_headers"] else 0
+    assert _built(py_env) == [str(code), compiled]
     # The source package (no _config) with the same library through
     # TANDEM_LIBRARY: the answer comes from the engine and must agree.
     source = build_dir.parent / "python" if (build_dir.parent / "python" / "tandem").is_dir() \
@@ -99,6 +102,16 @@ def test_built_means_compiled_in_from_the_build_facts_or_the_engine(py_env, buil
         pytest.skip("the source tree is not beside the build dir %s" % build_dir)
     env = dict(py_env, PYTHONPATH=str(source),
                TANDEM_LIBRARY=str(build_dir / "engine" / "libtandem.so"))
-    assert _built(env, "from tandem import _basics; import horovod.torch as hvd; "
-                       "print(_basics.loaded_build_info(), hvd.nccl_built(), "
-                       "hvd.cuda_built())") == ["None", compiled, compiled]
+    facts, nccl, cuda, usable = _built(
+        env, "from tandem import _basics; import horovod.torch as hvd; "
+             "print(_basics.loaded_build_info(), hvd.nccl_built(), hvd.cuda_built(), "
+             "hvd.gpu_status()[0])")
+    assert (facts, cuda) == ("None", compiled)
+    # Without facts the version is the NCCL the engine loaded, or, where the
+    # GPU path is not usable, the oldest NCCL it accepts.
+    if compiled == "False":
+        assert nccl == "0"
+    elif usable == "False":
+        assert int(nccl) == built.nccl_version_code(built.OLDEST_NCCL)
+    else:
+        assert int(nccl) >= built.nccl_version_code(built.OLDEST_NCCL)

@@ -43,15 +43,16 @@ import keras
 from tandem import _arrays, _basics, _collectives, _objects, _ops, errors
 from tandem import process_sets as _ps
 
-# Per-process counters: every rank makes the same calls in the same order,
-# so names drawn from them agree across ranks.
-_broadcast_calls = [0]
-_metric_calls = [0]
+# Per-process counters, one per process set id: every member of a set makes
+# the same calls in the same order, so names drawn from them agree across
+# its ranks, also when only some ranks call into a smaller set.
+_broadcast_calls = {}
+_metric_calls = {}
 
 
-def _next(counter):
-    counter[0] += 1
-    return counter[0]
+def _next(counter, set_id=0):
+    counter[set_id] = counter.get(set_id, 0) + 1
+    return counter[set_id]
 
 
 def _is_rng_state(var):
@@ -83,11 +84,11 @@ def broadcast_variables(variables, root_rank, process_set=_ps.global_process_set
     root_rank's values; collective over the set."""
     set_id = _ps.ident(process_set, "broadcast_variables")
     values = [np.asarray(keras.ops.convert_to_numpy(v)) for v in variables]
-    name = name or "keras.broadcast_variables.%d" % _next(_broadcast_calls)
+    name = name or "keras.broadcast_variables.%d" % _next(_broadcast_calls, set_id)
     results = _arrays.wait_all([_arrays.start_broadcast("%s.%d" % (name, i), value, root_rank,
                                                         set_id)
                                 for i, value in enumerate(values)])
-    if _collectives.process_set_rank(set_id) != root_rank:
+    if _basics.rank() != root_rank:  # a global rank, as every broadcast's root
         for var, value in zip(variables, results):
             var.assign(value)
 
@@ -148,7 +149,7 @@ def average_logs(logs, process_set=_ps.global_process_set):
     if logs is None:
         return logs
     set_id = _ps.ident(process_set, "MetricAverageCallback")
-    call = _next(_metric_calls)
+    call = _next(_metric_calls, set_id)
     keys = sorted(logs)
     everyone = _objects.allgather_object(keys, "keras.MetricAverageCallback.%d.names" % call,
                                          set_id)

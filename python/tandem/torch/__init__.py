@@ -16,7 +16,7 @@ from tandem._built import (  # noqa: F401
     ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, gpu_status, mpi_built,
     mpi_enabled, mpi_threads_supported, nccl_built, rocm_built,
 )
-from tandem.errors import TandemError  # noqa: F401
+from tandem.errors import HorovodInternalError, TandemError  # noqa: F401
 from tandem.torch.compression import Compression  # noqa: F401
 from tandem.torch.functions import (  # noqa: F401
     allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters,
@@ -28,7 +28,7 @@ from tandem.torch.mpi_ops import (  # noqa: F401
     broadcast_async_, grouped_allgather, grouped_allgather_async, grouped_allreduce,
     grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
     grouped_reducescatter, grouped_reducescatter_async, join, poll, reducescatter,
-    reducescatter_async, synchronize,
+    reducescatter_async, sparse_allreduce_async, synchronize,
 )
 from tandem.torch.optimizer import DistributedOptimizer  # noqa: F401
 from tandem.process_sets import (  # noqa: F401
@@ -46,6 +46,13 @@ def init(comm=None, process_sets=None):
                            "init() and let srun --horovod=on or tandem-run start the ranks")
     _basics.init()
     _dtypes.verify()
+    if isinstance(process_sets, str):
+        if process_sets.lower() != "dynamic":
+            raise _errors.make("TANDEM_ERR_INVALID_ARGUMENT",
+                               "init(process_sets=%r): give a list of hvd.ProcessSet or "
+                               "'dynamic'" % process_sets)
+        # Horovod's "dynamic": sets are added later; Tandem always allows that.
+        process_sets = None
     if process_sets:
         for process_set in process_sets:
             add_process_set(process_set)

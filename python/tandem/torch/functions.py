@@ -5,43 +5,79 @@ import pickle
 
 import torch
 
-from tandem import _objects
+from tandem import _basics, _objects
 from tandem import process_sets as _ps
 from tandem.torch import mpi_ops
 
 
 def broadcast_parameters(params, root_rank, process_set=mpi_ops.global_process_set):
-    """Overwrites every rank's parameters with root_rank's, in place. ``params``
-    is ``model.state_dict()`` or ``model.named_parameters()``."""
+    """Overwrites every rank's tensors with root_rank's, in place. ``params``
+    is ``model.state_dict()`` (broadcast in sorted key order),
+    ``model.named_parameters()`` or a list of tensors (``model.parameters()``);
+    named tensors are broadcast under their names (engine name
+    ``broadcast.<name>``, as in Horovod), unnamed ones under generated names."""
     if isinstance(params, dict):
         items = sorted(params.items())
-    elif isinstance(params, list) or hasattr(params, "__iter__"):
-        items = list(params)
-        if any(not isinstance(item, tuple) or len(item) != 2 for item in items):
-            raise ValueError("params should be a dict (state_dict) or (name, tensor) pairs "
-                             "(named_parameters)")
+    elif isinstance(params, (list, tuple)) or hasattr(params, "__iter__"):
+        items = [p if isinstance(p, tuple) else (None, p) for p in params]
+        if any(len(item) != 2 for item in items):
+            raise ValueError("params should be a dict (state_dict), (name, tensor) pairs "
+                             "(named_parameters) or tensors (parameters)")
     else:
-        raise ValueError("invalid params of type %s" % type(params).__name__)
+        raise ValueError("invalid params of type: %s" % type(params))
     handles = []
     for name, tensor in items:
         if not isinstance(tensor, torch.Tensor):
             continue
         data = tensor.data if isinstance(tensor, torch.nn.Parameter) else tensor
-        handles.append(mpi_ops.broadcast_async_(data, root_rank, name="bcast.param." + name,
+        handles.append(mpi_ops.broadcast_async_(data, root_rank, name=name,
                                                 process_set=process_set))
     for handle in handles:
         mpi_ops.synchronize(handle)
 
 
-def broadcast_optimizer_state(optimizer, root_rank, process_set=mpi_ops.global_process_set):
+def _initialize_state(optimizer, model):
+    """Horovod's initialization of a fresh optimizer's state before it is
+    broadcast: every trainable parameter gets a zero gradient (sparse for
+    SparseAdam, and for SGD over a sparse Embedding of ``model``) and the
+    wrapped optimizer takes one step. Frozen parameters (requires_grad False)
+    keep grad None and get no state. As in Horovod, the step is real: weight
+    decay or momentum may move the parameters, alike on every rank."""
+    sparse = set()
+    if model is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Embedding) and module.sparse:
+                sparse.update(id(p) for p in module.parameters())
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad:
+                p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                if isinstance(optimizer, torch.optim.SparseAdam) or (
+                        isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
+                    p.grad = p.grad.to_sparse()
+    if getattr(type(optimizer), "_tandem_distributed", False):
+        # A DistributedOptimizer's step() would reduce gradients, a collective
+        # only this call makes: step the optimizer it wraps instead.
+        super(type(optimizer), optimizer).step()
+    else:
+        optimizer.step()
+
+
+def broadcast_optimizer_state(optimizer, root_rank, model=None,
+                              process_set=mpi_ops.global_process_set):
     """Makes every rank's optimizer state (per-parameter buffers and the
-    hyper-parameters of each group) equal to root_rank's."""
+    hyper-parameters of each group) equal to root_rank's. A fresh optimizer
+    first gets its state initialized as Horovod does (zero gradients for the
+    trainable parameters, one step); ``model`` names sparse embeddings."""
     if isinstance(optimizer, torch.optim.LBFGS):
-        raise ValueError("cannot broadcast torch.optim.LBFGS state (its closure-held state is "
-                         "not in state_dict)")
+        raise ValueError("cannot broadcast torch.optim.LBFGS state")
+    if not process_set.included():
+        return
+    if len(optimizer.state_dict()["state"]) == 0:
+        _initialize_state(optimizer, model)
     state = broadcast_object(optimizer.state_dict(), root_rank, name="bcast.optimizer_state",
                              process_set=process_set)
-    if process_set.rank() != root_rank:
+    if _basics.rank() != root_rank:
         optimizer.load_state_dict(state)
 
 

@@ -12,7 +12,9 @@ Tensors reach the engine as (data pointer, element count, engine dtype):
   native int16 arithmetic would be; Min and Max are unchanged by widening.
 * Non-contiguous tensors are copied to a contiguous buffer and copied back
   when the operation is synchronized.
-* Broadcast, allgather and alltoall move bytes, so every torch dtype works.
+* Broadcast, allgather and alltoall move bytes, so every torch dtype works
+  (types the engine lacks travel as uint8 with a trailing dimension of the
+  element size).
 * CUDA tensors take the same path with their device index and device pointer,
   ordered on the current stream of their device (see ``_cuda.py``). Whether
   the GPU path can run is the engine's decision: where it cannot, the
@@ -25,11 +27,24 @@ once out of the engine's memory into a fresh tensor on the input's device.
 A handle is an int, as in Horovod; ``synchronize(handle)`` returns the output
 (and re-raises the engine's error for that operation, after which the next
 call works as usual).
+
+Names reach the engine as Horovod's torch binding forms them: ``allreduce.x``
+for ``name="x"``, ``allreduce.noname.N`` without one, and ``_1of3``-style
+suffixes inside a grouped call. Each kind of collective so has its own
+namespace, as in Horovod: an allreduce and a broadcast named "x" may be in
+flight together.
+
+Gradients follow Horovod's conventions exactly (its test suite checks them):
+allreduce's is the allreduce of the gradient with the same op and scales;
+allgather's is this rank's rows of the *averaged* gradient; broadcast's is
+the averaged gradient on the root and zero elsewhere; alltoall's is the
+alltoall back with the received splits; reducescatter's is the allgather of
+the gradient, times the set size for Sum and times the scale factors.
 """
 
 import torch
 
-from tandem import _collectives, _dtypes, _handles, _ops, errors
+from tandem import _basics, _built, _collectives, _dtypes, _handles, _ops, errors
 from tandem import process_sets as _ps
 from tandem._handles import poll, synchronize  # noqa: F401 (hvd.poll, hvd.synchronize)
 from tandem._ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401
@@ -37,6 +52,28 @@ from tandem.torch import _cuda
 from tandem.torch.compression import Compression
 
 global_process_set = _ps.global_process_set
+
+
+def _op_name(kind, name):
+    """The engine name of a torch collective, as Horovod's binding makes it:
+    "<kind>.<name>", or "<kind>.noname.<n>" without a name (the core's
+    per-process counter). Horovod treats an empty name as none."""
+    if name:
+        return "%s.%s" % (kind, name)
+    return _ops.auto_name(None, kind)
+
+
+def _group_names(base, count):
+    """Horovod's names of a grouped call's members: base_1ofN ... base_NofN."""
+    return ["%s_%dof%d" % (base, i + 1, count) for i in range(count)]
+
+
+def _scaled(tensor, factor, dtype):
+    """tensor * factor computed in float64 and converted to ``dtype``: for
+    integer types the conversion truncates toward zero, as C++'s
+    double-to-integer conversion in Horovod's ScaleBuffer does."""
+    return (tensor.to(torch.float64) * factor).to(dtype)
+
 
 _NATIVE = {
     torch.uint8: _dtypes.UINT8, torch.int8: _dtypes.INT8, torch.int32: _dtypes.INT32,
@@ -125,24 +162,20 @@ def _buffer(tensor, engine_dtype):
 
 def _byte_buffer(tensor):
     """Any contiguous tensor for the byte-moving collectives: in its own type
-    when the engine has it, else as bytes with the last dimension widened by
-    the element size (the engine then checks shapes in bytes, which agree
-    exactly when the element shapes agree)."""
+    when the engine has it, else as bytes with one trailing dimension of the
+    element size added (the engine then checks shapes in bytes, which agree
+    exactly when the element shapes agree, and the first dimension, which
+    allgather concatenates and alltoall's splits count, keeps its length)."""
     if tensor.dtype in _NATIVE:
         return _buffer(tensor, _NATIVE[tensor.dtype])
-    shape = list(tensor.shape) or [1]
-    shape[-1] *= tensor.element_size()
-    return _buffer_of(tensor, _dtypes.UINT8, shape)
+    return _buffer_of(tensor, _dtypes.UINT8, list(tensor.shape) + [tensor.element_size()])
 
 
 def _from_bytes_shape(shape, dtype):
     """Element shape of an engine output described by _byte_buffer."""
     if dtype in _NATIVE:
         return tuple(shape)
-    size = torch.empty((), dtype=dtype).element_size()
-    shape = list(shape)
-    shape[-1] //= size
-    return tuple(shape)
+    return tuple(shape[:-1])
 
 
 class _Results:
@@ -178,41 +211,68 @@ class _Results:
 # ------------------------------------------------------------------ allreduce
 
 class _Plan:
-    """How one tensor goes through a reduction: buffers and the fix-ups after."""
+    """How one tensor goes through a reduction: buffers, the op and scale
+    factors the engine applies, and the fix-ups after.
 
-    def __init__(self, tensor, output, op, process_set, what):
+    The engine scales floating types itself. Integer tensors are scaled here
+    as Horovod scales them, in float64 and truncated back to the integer
+    type: the prescale on this rank's input before the reduction, the
+    postscale after it; Average is a Sum followed by a postscale of 1 / set
+    size (Horovod's own definition, so -3 averaged over 2 ranks is -1)."""
+
+    def __init__(self, tensor, output, op, prescale, postscale, process_set, what):
         _check_tensor(tensor, what)
         self.engine_dtype, wire = _wire_dtype(tensor.dtype, op, what)
-        self.engine_op, self.divide_by = op, None
-        if op == Average and not wire.is_floating_point:
-            if wire == torch.bool:
+        self.engine_op = op
+        self.prescale, self.postscale = float(prescale), float(postscale)
+        self.int_post = None  # factor applied here after the reduction
+        int_pre = None
+        if wire == torch.bool:
+            if op == Average:
                 raise _ops.invalid("%s: Average of a bool tensor has no meaning; use Sum (or) "
-                               "or Min (and)" % what)
-            # The engine averages floating types only; integers are summed and
-            # floor-divided here, as Horovod does for integer tensors.
-            self.engine_op, self.divide_by = Sum, process_set.size()
+                                   "or Min (and)" % what)
+            if self.prescale != 1.0 or self.postscale != 1.0:
+                raise _ops.invalid("%s: prescale_factor/postscale_factor on a bool tensor have "
+                                   "no meaning; convert it to a number type first" % what)
+        elif not wire.is_floating_point:
+            post = self.postscale
+            if op == Average:
+                self.engine_op = Sum
+                post = post / process_set.size()
+            int_pre = self.prescale if self.prescale != 1.0 else None
+            self.int_post = post if post != 1.0 else None
+            self.prescale = self.postscale = 1.0
         self.tensor, self.output = tensor, output
         self.send, self.recv = _wire_view(tensor), _wire_view(output)
         self.copy_back = None
-        if self.send is None or self.recv is None:
+        if int_pre is not None:
+            self.send = self.recv = _scaled(tensor, int_pre, wire).contiguous()
+            self.copy_back = self.send
+        elif self.send is None or self.recv is None:
             self.send = self.recv = _wire_copy(tensor, wire)
             self.copy_back = self.send
 
+    def scale_result(self, result):
+        """The reduction's result (in the wire type) with the integer
+        postscale applied."""
+        if self.int_post is None:
+            return result
+        return _scaled(result, self.int_post, result.dtype)
+
     def finish(self):
         if self.copy_back is not None:
-            self.output.copy_(_unwire(self.copy_back, self.output.dtype))
-        if self.divide_by is not None:
-            self.output.div_(self.divide_by, rounding_mode="floor")
+            self.output.copy_(_unwire(self.scale_result(self.copy_back), self.output.dtype))
+        elif self.int_post is not None:
+            self.output.copy_(self.scale_result(self.output))
         return self.output
 
 
 def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set):
     ps = _ps.ident(process_set, "allreduce")
-    plan = _Plan(tensor, output, op, process_set, "allreduce")
+    plan = _Plan(tensor, output, op, prescale, postscale, process_set, "allreduce")
     request = _collectives.allreduce(
-        _ops.auto_name(name, "allreduce"), _buffer(plan.send, plan.engine_dtype),
-        plan.recv.data_ptr(),
-        plan.engine_op, float(prescale), float(postscale), ps, keep=plan)
+        _op_name("allreduce", name), _buffer(plan.send, plan.engine_dtype),
+        plan.recv.data_ptr(), plan.engine_op, plan.prescale, plan.postscale, ps, keep=plan)
     return _handles.register([request], plan.finish)
 
 
@@ -239,7 +299,8 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 
 class TandemAllreduce(torch.autograd.Function):
-    """Allreduce whose gradient is the allreduce of the incoming gradient."""
+    """Allreduce whose gradient is the allreduce of the incoming gradient
+    with the same op and scale factors (Horovod's)."""
 
     @staticmethod
     def forward(ctx, tensor, op, name, prescale, postscale, process_set):
@@ -272,19 +333,19 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 
 def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, process_set):
     ps = _ps.ident(process_set, "grouped_allreduce")
-    plans = [_Plan(t, o, op, process_set, "grouped_allreduce")
+    plans = [_Plan(t, o, op, prescale, postscale, process_set, "grouped_allreduce")
              for t, o in zip(tensors, outputs)]
-    ops = {p.engine_op for p in plans}
-    if len(ops) > 1:
-        # Average over integer and floating tensors at once: one engine op
-        # per group, so reduce both as Sum and divide the floating ones here.
-        raise _ops.invalid("grouped_allreduce: Average over a mix of integer and floating "
-                       "tensors; group them by kind")
-    base = _ops.auto_name(name, "grouped_allreduce")
+    # One engine op and one pair of scales per group: integer tensors run
+    # as Sum without scales (scaled here), floating ones as given.
+    kinds = {(p.engine_op, p.prescale, p.postscale) for p in plans}
+    if len(kinds) > 1:
+        raise _ops.invalid("grouped_allreduce: Average or scale factors over a mix of integer "
+                           "and floating tensors; make one group of each kind")
+    engine_op, pre, post = kinds.pop() if kinds else (op, float(prescale), float(postscale))
     request = _collectives.grouped_allreduce(
-        ["%s.%d" % (base, i) for i in range(len(plans))],
+        _group_names(_op_name("grouped_allreduce", name), len(plans)),
         [_buffer(p.send, p.engine_dtype) for p in plans], [p.recv.data_ptr() for p in plans],
-        ops.pop() if ops else op, float(prescale), float(postscale), ps, keep=plans)
+        engine_op, pre, post, ps, keep=plans)
     return _handles.register([request], lambda: [p.finish() for p in plans])
 
 
@@ -311,6 +372,11 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
                                                 postscale_factor, process_set))
 
 
+def _as_tuple(outputs):
+    """Function.apply gives a bare tensor for one output; callers want a sequence."""
+    return (outputs,) if isinstance(outputs, torch.Tensor) else tuple(outputs)
+
+
 class TandemGroupedAllreduce(torch.autograd.Function):
 
     @staticmethod
@@ -334,9 +400,42 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
                       process_set=global_process_set):
     op = _ops.resolve_op(op, average, "grouped_allreduce")
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
-    reduced = TandemGroupedAllreduce.apply(op, name, prescale_factor, postscale_factor,
-                                           process_set, *compressed)
+    reduced = _as_tuple(TandemGroupedAllreduce.apply(op, name, prescale_factor,
+                                                     postscale_factor, process_set,
+                                                     *compressed)) if tensors else ()
     return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+# ------------------------------------------------------- sparse allreduce
+
+def sparse_allreduce_async(tensor, name=None, op=Average, process_set=global_process_set):
+    """Reduces a sparse COO tensor as Horovod does: the indices and values
+    of every rank are allgathered ("<name>.indices", "<name>.values"), so the
+    result holds every rank's entries (uncoalesced: duplicates add up), with
+    the values divided by the set size for Average. Returns a callable that
+    waits and returns the result, as Horovod's does (not an int handle)."""
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+        raise _ops.invalid("sparse_allreduce_async expects a sparse COO tensor, got %s"
+                           % (tensor.layout if isinstance(tensor, torch.Tensor)
+                              else type(tensor).__name__))
+    if op not in (Average, Sum):
+        raise _ops.invalid("sparse_allreduce_async: only Average and Sum can be computed by "
+                           "gathering the entries; got %s" % _ops.OP_NAMES.get(op, op))
+    base = name if name else _ops.auto_name(None, "sparse_allreduce")
+    # Allgather concatenates along dim 0: indices travel as [nnz, sparse_dim].
+    indices_handle = allgather_async(tensor._indices().t().contiguous(),
+                                     name="%s.indices" % base, process_set=process_set)
+    values_handle = allgather_async(tensor._values(), name="%s.values" % base,
+                                    process_set=process_set)
+
+    def handle():
+        values = synchronize(values_handle)
+        indices = synchronize(indices_handle)
+        if op == Average:
+            values = values / process_set.size()
+        return torch.sparse_coo_tensor(indices.t(), values, tensor.size(), dtype=values.dtype,
+                                       device=tensor.device)
+    return handle
 
 
 # ------------------------------------------------------------------ broadcast
@@ -349,7 +448,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set, what):
         output, memory_format=torch.contiguous_format)
     # The engine copies the root's input into every rank's output, so an
     # out-of-place broadcast needs no copy here.
-    request = _collectives.broadcast(_ops.auto_name(name, "broadcast"), _byte_buffer(send),
+    request = _collectives.broadcast(_op_name("broadcast", name), _byte_buffer(send),
                                      recv.data_ptr(), int(root_rank), ps,
                                      keep=(tensor, send, output, recv))
 
@@ -375,7 +474,8 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
 
 
 class TandemBroadcast(torch.autograd.Function):
-    """Broadcast; the gradient flows back to the root only (summed over ranks)."""
+    """Broadcast; the gradient is the average of the incoming gradients over
+    the set, kept on the root (a global rank) and zero elsewhere (Horovod's)."""
 
     @staticmethod
     def forward(ctx, tensor, root_rank, name, process_set):
@@ -384,8 +484,8 @@ class TandemBroadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
-        if ctx.process_set.rank() != ctx.root_rank:
+        grad = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        if _basics.rank() != ctx.root_rank:
             grad = grad * 0
         return grad, None, None, None
 
@@ -409,42 +509,79 @@ def _allgather_start(tensor, name, process_set, what):
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
-    request, finish = _allgather_start(tensor, _ops.auto_name(name, "allgather"), process_set,
+    request, finish = _allgather_start(tensor, _op_name("allgather", name), process_set,
                                        "allgather")
     return _handles.register([request], finish)
 
 
+def _own_rows(grads, first_dims, process_set):
+    """Each gradient's rows of this rank: ``first_dims`` are this rank's first
+    dimensions, gathered (one collective) to find where its rows start."""
+    rows = _collectives.allgather_int64(list(first_dims), _ps.ident(process_set, "allgather"))
+    rank = process_set.rank()
+    out = []
+    for i, (grad, dim) in enumerate(zip(grads, first_dims)):
+        offset = sum(row[i] for row in rows[:rank])
+        out.append(grad.narrow(0, offset, dim))
+    return out
+
+
 class TandemAllgather(torch.autograd.Function):
-    """Concatenation over ranks; each rank's gradient is its slice of the
-    summed incoming gradient."""
+    """Concatenation over ranks; each rank's gradient is its rows of the
+    incoming gradient averaged over the set (Horovod's)."""
 
     @staticmethod
     def forward(ctx, tensor, name, process_set):
-        ctx.dim, ctx.process_set = tensor.shape[0], process_set
+        ctx.dim, ctx.process_set = tensor.shape[0] if tensor.dim() else 0, process_set
         return synchronize(allgather_async(tensor, name, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
-        dims = _collectives.allgather_int64([ctx.dim], _ps.ident(ctx.process_set,
-                                                                 "allgather"))
-        offset = sum(d[0] for d in dims[:ctx.process_set.rank()])
-        return grad.narrow(0, offset, ctx.dim), None, None
+        grad = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        return _own_rows([grad], [ctx.dim], ctx.process_set)[0], None, None
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
     return TandemAllgather.apply(tensor, name, process_set)
 
 
+def _check_all(tensors, what, scatter=False):
+    """Checks every tensor of a grouped call before any is enqueued, so that a
+    refused member leaves nothing in flight."""
+    for t in tensors:
+        _check_tensor(t, what)
+        if t.dim() == 0:
+            raise _ops.invalid("%s: a 0-dim tensor cannot be %s; use tensor.view(1)"
+                               % (what, "scattered" if scatter else "concatenated"))
+
+
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    base = _ops.auto_name(name, "grouped_allgather")
-    starts = [_allgather_start(t, "%s.%d" % (base, i), process_set, "grouped_allgather")
-              for i, t in enumerate(tensors)]
+    _check_all(tensors, "grouped_allgather")
+    names = _group_names(_op_name("grouped_allgather", name), len(tensors))
+    starts = [_allgather_start(t, n, process_set, "grouped_allgather")
+              for t, n in zip(tensors, names)]
     return _handles.register([s[0] for s in starts], lambda: [s[1]() for s in starts])
 
 
+class TandemGroupedAllgather(torch.autograd.Function):
+
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.dims, ctx.process_set = [t.shape[0] if t.dim() else 0 for t in tensors], process_set
+        return tuple(synchronize(grouped_allgather_async(list(tensors), name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        reduced = grouped_allreduce(list(grads), op=Average, process_set=ctx.process_set)
+        return (None, None) + tuple(_own_rows(reduced, ctx.dims, ctx.process_set))
+
+
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
-    return synchronize(grouped_allgather_async(tensors, name, process_set))
+    """Each tensor concatenated over the ranks (one negotiation for the group);
+    a tuple, as Horovod returns. Differentiable."""
+    if not tensors:
+        return ()
+    return _as_tuple(TandemGroupedAllgather.apply(name, process_set, *tensors))
 
 
 # ------------------------------------------------------------------ alltoall
@@ -454,21 +591,35 @@ def _alltoall_start(tensor, splits, name, process_set, what):
     ps = _ps.ident(process_set, what)
     if tensor.dim() == 0:
         raise _ops.invalid("%s: a 0-dim tensor cannot be split; use tensor.view(1)" % what)
-    if splits is not None:
-        splits = [int(s) for s in (splits.tolist() if isinstance(splits, torch.Tensor)
-                                   else splits)]
+    splits_like = None
+    if isinstance(splits, torch.Tensor):
+        if splits.dtype != torch.int32:
+            raise _ops.invalid("%s expects splits to contain 32-bit integer elements "
+                               "(torch.int32), got %s" % (what, splits.dtype))
+        if splits.dim() > 1:
+            raise _ops.invalid("%s expects a 1D splits tensor, got shape %s"
+                               % (what, tuple(splits.shape)))
+        splits_like = splits
+        splits = [int(s) for s in splits.tolist()]
+    elif splits is not None:
+        splits = [int(s) for s in splits]
     send = tensor if tensor.is_contiguous() else tensor.contiguous()
     outputs = _Results(tensor.dtype, tensor)
     request = _collectives.alltoall(name, _byte_buffer(send), splits, process_set.size(),
                                     outputs.make_output, ps, keep=(tensor, send))
 
     def finish():
-        return outputs[0], torch.tensor(request.received_splits, dtype=torch.int32)
+        # Horovod's received splits: like the splits tensor given (its device),
+        # else an int32 CPU tensor.
+        received = torch.tensor(request.received_splits, dtype=torch.int32)
+        if splits_like is not None:
+            received = received.to(splits_like.device)
+        return outputs[0], received
     return request, finish
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
-    request, finish = _alltoall_start(tensor, splits, _ops.auto_name(name, "alltoall"),
+    request, finish = _alltoall_start(tensor, splits, _op_name("alltoall", name),
                                       process_set, "alltoall")
     return _handles.register([request], finish)
 
@@ -504,46 +655,47 @@ def _reducescatter_start(tensor, name, op, prescale, postscale, process_set, wha
         raise _ops.invalid("%s: a 0-dim tensor cannot be scattered; use tensor.view(1)" % what)
     # Rows are dealt by the engine as evenly as possible, the first ranks
     # taking one more (Horovod's layout).
-    plan = _Plan(tensor, tensor, op, process_set, what)
+    plan = _Plan(tensor, tensor, op, prescale, postscale, process_set, what)
     outputs = _Results(plan.send.dtype, plan.send, shape_fn=tuple)
 
     def finish():
-        out = _unwire(outputs[0], tensor.dtype)
-        if plan.divide_by is not None:
-            out.div_(plan.divide_by, rounding_mode="floor")
-        return out
+        return _unwire(plan.scale_result(outputs[0]), tensor.dtype)
     request = _collectives.reducescatter(
-        name, _buffer(plan.send, plan.engine_dtype), plan.engine_op, float(prescale),
-        float(postscale), outputs.make_output, ps, keep=plan)
+        name, _buffer(plan.send, plan.engine_dtype), plan.engine_op, plan.prescale,
+        plan.postscale, outputs.make_output, ps, keep=plan)
     return request, finish
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     op = _ops.resolve_op(op, None, "reducescatter")
-    request, finish = _reducescatter_start(tensor, _ops.auto_name(name, "reducescatter"), op,
+    request, finish = _reducescatter_start(tensor, _op_name("reducescatter", name), op,
                                            prescale_factor, postscale_factor, process_set,
                                            "reducescatter")
     return _handles.register([request], finish)
 
 
 class TandemReducescatter(torch.autograd.Function):
+    """Reducescatter; the gradient is the allgather of the incoming gradient
+    times the set size for Sum and times the scale factors (Horovod's)."""
 
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale, postscale):
         ctx.op, ctx.process_set = op, process_set
-        ctx.scale = prescale * postscale
+        ctx.prescale, ctx.postscale = prescale, postscale
         return synchronize(reducescatter_async(tensor, name, op, process_set, prescale,
                                                postscale))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allgather(grad_output, process_set=ctx.process_set)
-        if ctx.op == Average:
-            grad = grad / ctx.process_set.size()
-        if ctx.scale != 1.0:
-            grad = grad * ctx.scale
-        return grad, None, None, None, None, None
+        grad = grad_output
+        if ctx.op == Sum:
+            grad = grad * ctx.process_set.size()
+        if ctx.prescale != 1.0:
+            grad = grad * ctx.prescale
+        if ctx.postscale != 1.0:
+            grad = grad * ctx.postscale
+        return allgather(grad, process_set=ctx.process_set), None, None, None, None, None
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
@@ -558,20 +710,48 @@ def grouped_reducescatter_async(tensors, name=None, op=Average,
                                 process_set=global_process_set, prescale_factor=1.0,
                                 postscale_factor=1.0):
     op = _ops.resolve_op(op, None, "grouped_reducescatter")
-    base = _ops.auto_name(name, "grouped_reducescatter")
-    starts = [_reducescatter_start(t, "%s.%d" % (base, i), op, prescale_factor,
-                                   postscale_factor, process_set, "grouped_reducescatter")
-              for i, t in enumerate(tensors)]
+    _check_all(tensors, "grouped_reducescatter", scatter=True)
+    names = _group_names(_op_name("grouped_reducescatter", name), len(tensors))
+    starts = [_reducescatter_start(t, n, op, prescale_factor, postscale_factor, process_set,
+                                   "grouped_reducescatter")
+              for t, n in zip(tensors, names)]
     return _handles.register([s[0] for s in starts], lambda: [s[1]() for s in starts])
+
+
+class TandemGroupedReducescatter(torch.autograd.Function):
+
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale, postscale, *tensors):
+        ctx.op, ctx.process_set = op, process_set
+        ctx.prescale, ctx.postscale = prescale, postscale
+        return tuple(synchronize(grouped_reducescatter_async(list(tensors), name, op,
+                                                             process_set, prescale,
+                                                             postscale)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grads = list(grads)
+        if ctx.op == Sum:
+            grads = [g * ctx.process_set.size() for g in grads]
+        if ctx.prescale != 1.0:
+            grads = [g * ctx.prescale for g in grads]
+        if ctx.postscale != 1.0:
+            grads = [g * ctx.postscale for g in grads]
+        return (None, None, None, None, None) + tuple(
+            grouped_allgather(grads, process_set=ctx.process_set))
 
 
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
+    """Each tensor reduced and scattered over the ranks; a list. Differentiable."""
+    op = _ops.resolve_op(op, None, "grouped_reducescatter")
+    _check_all(tensors, "grouped_reducescatter", scatter=True)
     compressed = [compression.compress(t) for t in tensors]
-    outs = synchronize(grouped_reducescatter_async([c[0] for c in compressed], name, op,
-                                                   process_set, prescale_factor,
-                                                   postscale_factor))
+    if not compressed:
+        return []
+    outs = _as_tuple(TandemGroupedReducescatter.apply(
+        name, op, process_set, prescale_factor, postscale_factor, *[c[0] for c in compressed]))
     return [compression.decompress(o, c[1]) for o, c in zip(outs, compressed)]
 
 
@@ -585,5 +765,11 @@ def barrier(process_set=global_process_set):
 def join(device=-1):
     """This rank has run out of data: it takes part in the other ranks'
     allreduces with nothing until every rank has joined. Returns the last
-    rank to join."""
-    return _collectives.join(int(device))
+    rank to join. ``device`` (Horovod's GPU for the zeros it contributes) is
+    the CPU wherever the GPU path cannot run, as in a Horovod build without
+    GPU operations, so scripts calling ``hvd.join(hvd.local_rank())`` run on
+    CPU-only nodes."""
+    device = int(device)
+    if device != _collectives.DEVICE_CPU and not _built.gpu_status()[0]:
+        device = _collectives.DEVICE_CPU
+    return _collectives.join(device)

@@ -157,7 +157,14 @@ def every_collective_on_a_cuda_tensor_is_refused_then_cpu_works():
 @check("refusal")
 def distributed_optimizer_with_cuda_gradients_is_refused_then_cpu_works():
     w = torch.nn.Parameter(torch.zeros(4))
-    opt = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), named_parameters=[("w", w)])
+    # As Horovod's, the optimizer reduces nothing in a world of one unless
+    # HOROVOD_ELASTIC=1: set it so that one rank exercises the path too.
+    os.environ["HOROVOD_ELASTIC"] = "1"
+    try:
+        opt = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0),
+                                       named_parameters=[("w", w)])
+    finally:
+        del os.environ["HOROVOD_ELASTIC"]
     w.grad = fake(torch.full((4,), float(hvd.rank())))
     expect_refused(opt.step, "DistributedOptimizer.step on CUDA gradients")
     expect_equal(w.detach(), torch.zeros(4), "parameters after a refused step")

@@ -357,6 +357,24 @@ def process_set():
         hvd.remove_process_set(ps)
 
 
+@check(min_size=3)
+def broadcast_variables_in_a_process_set():
+    """root_rank is a global rank, also in a set: in the set of ranks 1..N-1
+    root 1 is the set's rank 0, and rank 2 (set rank 1, the number of the
+    root) must still take the root's values."""
+    r, size = hvd.rank(), hvd.size()
+    members = list(range(1, size))
+    ps = hvd.add_process_set(members)
+    try:
+        if r in members:
+            (v,) = variables([(4,)])
+            v.assign(np.full((4,), float(r)))
+            hvd.broadcast_variables([v], root_rank=1, process_set=ps)
+            expect_equal(v, np.full((4,), 1.0), "broadcast_variables root 1 in %s" % members)
+    finally:
+        hvd.remove_process_set(ps)
+
+
 @check(min_size=2)
 def mismatch_raises_on_every_rank_then_next_step_works():
     r = hvd.rank()

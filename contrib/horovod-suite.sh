@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Runs Horovod's public PyTorch test suite against Tandem's `horovod` shim:
+# each test in its own tandem-run job of N ranks with a deadline, then one
+# line of counts (passed, failed, hung, skipped).
+#
+#   contrib/horovod-suite.sh [options] PATH/TO/test/parallel/test_torch.py
+#
+#   -np N        ranks per job (default 2)
+#   -b DIR       Meson build tree (default: build)
+#   -p PYTHON    interpreter of the ranks (default /usr/bin/python3; e.g.
+#                /opt/tandem-deps/torch2/bin/python for torch 2.x)
+#   -t SECONDS   deadline per test; a job still running then is a hang and is
+#                killed (default 180)
+#   -k REGEX     only tests whose name matches (grep -E)
+#   -o DIR       keep each test's output in DIR/<test>.log (default: a
+#                temporary folder, removed unless a test did not pass)
+#
+# It fetches nothing: give it the test file of a horovod/horovod checkout
+# (e.g. `git -C CHECKOUT archive v0.28.1 test | tar x -C /tmp/hvd`, then
+# /tmp/hvd/test/parallel/test_torch.py; the PyPI sdist has no tests). The
+# file is run in place, never copied into this project. Its helper module
+# (test/utils/common.py) needs horovod.runner, mock and cloudpickle, which
+# the shim lacks; contrib/horovod_suite/common.py provides the three helpers
+# the torch suite imports, first on PYTHONPATH.
+#
+# A test passes when every rank reports it passed (or some passed and the
+# rest skipped) and the job exits 0; it is skipped when every rank skipped;
+# it hangs when the deadline passed; anything else fails. Each job is
+# `pytest -q` on every rank, as Horovod's CI runs this file under horovodrun.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+np=2
+build=$root/build
+python=/usr/bin/python3
+deadline=180
+filter=
+logdir=
+
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    -np) np=$2; shift 2 ;;
+    -b) build=$2; shift 2 ;;
+    -p) python=$2; shift 2 ;;
+    -t) deadline=$2; shift 2 ;;
+    -k) filter=$2; shift 2 ;;
+    -o) logdir=$2; shift 2 ;;
+    -h|--help) usage ;;
+    -*) echo "horovod-suite: unknown option $1" >&2; usage ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 1 ] || usage
+test_file=$(realpath "$1")
+build=$(realpath "$build")
+[ -f "$test_file" ] || { echo "horovod-suite: $1 is not a file" >&2; exit 2; }
+[ -x "$build/tools/tandem-run" ] || {
+  echo "horovod-suite: $build/tools/tandem-run is missing: build first (ninja -C $build)" >&2
+  exit 2; }
+[ -f "$build/python/horovod/torch/__init__.py" ] || {
+  echo "horovod-suite: $build/python has no horovod shim: build first" >&2; exit 2; }
+
+keep=1
+if [ -z "$logdir" ]; then logdir=$(mktemp -d /tmp/horovod-suite.XXXXXX); keep=0; fi
+mkdir -p "$logdir"
+
+# Class::test ids in file order, read with ast (nothing of the file runs here).
+mapfile -t ids < <("$python" - "$test_file" <<'EOF'
+import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+for node in tree.body:
+    if isinstance(node, ast.ClassDef):
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                print("%s::%s" % (node.name, item.name))
+EOF
+)
+[ ${#ids[@]} -gt 0 ] || { echo "horovod-suite: no tests found in $test_file" >&2; exit 2; }
+
+torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?')
+export PYTHONPATH="$root/contrib/horovod_suite:$build/python${PYTHONPATH:+:$PYTHONPATH}"
+unset TANDEM_LIBRARY LD_PRELOAD
+
+passed=0 failed=0 hung=0 skipped=0 total=0
+declare -a not_passed=()
+for id in "${ids[@]}"; do
+  name=${id##*::}
+  if [ -n "$filter" ] && ! grep -qE "$filter" <<<"$name"; then continue; fi
+  total=$((total + 1))
+  log=$logdir/$name.log
+  start=$(date +%s%N)
+  # The file's own folder is the working directory: its tests write nothing
+  # there, and pytest finds the checkout's conftest.py as under Horovod's CI.
+  (cd "$(dirname "$test_file")" &&
+    timeout -k 10 "$deadline" "$build/tools/tandem-run" -np "$np" --label \
+      "$python" -m pytest -q -p no:cacheprovider --color=no "$test_file::$id") >"$log" 2>&1
+  rc=$?
+  tenths=$((($(date +%s%N) - start) / 100000000))
+  seconds=$((tenths / 10)).$((tenths % 10))
+  # Per rank: pytest's summary line ("1 passed in 0.52s", "1 skipped", ...).
+  npass=0 nskip=0 nfail=0
+  for ((r = 0; r < np; r++)); do
+    line=$(grep -E "^\[$r\] .*[0-9]+ (passed|failed|skipped|error)" "$log" | tail -1)
+    case $line in
+      *failed*|*error*) nfail=$((nfail + 1)) ;;
+      *passed*) npass=$((npass + 1)) ;;
+      *skipped*) nskip=$((nskip + 1)) ;;
+    esac
+  done
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    outcome=HANG; hung=$((hung + 1))
+  elif [ $rc -eq 0 ] && [ $nfail -eq 0 ] && [ $npass -gt 0 ] && [ $((npass + nskip)) -eq "$np" ]; then
+    outcome=PASS; passed=$((passed + 1))
+  elif [ $rc -eq 0 ] && [ $nskip -eq "$np" ]; then
+    outcome=SKIP; skipped=$((skipped + 1))
+  else
+    outcome=FAIL; failed=$((failed + 1))
+  fi
+  printf '%-4s %-60s %6ss\n' "$outcome" "$name" "$seconds"
+  [ "$outcome" = PASS ] || [ "$outcome" = SKIP ] || not_passed+=("$name")
+done
+
+echo "horovod-suite: $passed passed, $failed failed, $hung hung, $skipped skipped" \
+  "(of $total) at $np ranks, $python (torch $torch_version), deadline ${deadline}s"
+if [ ${#not_passed[@]} -gt 0 ] || [ $keep -eq 1 ]; then
+  echo "horovod-suite: logs in $logdir"
+else
+  rm -rf "$logdir"
+fi
+[ $failed -eq 0 ] && [ $hung -eq 0 ]
