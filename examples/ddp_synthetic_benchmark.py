@@ -81,6 +81,11 @@ def main():
     dist.all_reduce(total)
     log("Img/sec per rank: %.1f" % (total.item() / size))
     log("Total img/sec on %d rank(s): %.1f" % (size, total.item()))
+    # The DDP model goes first, while the process group is still registered:
+    # if its Reducer held the group's last reference, the group's destructor
+    # would join gloo's workers holding the GIL, and torch 1.13 hung here
+    # when a worker still had a tensor to release (it needs the GIL).
+    del step, optimizer, model
     dist.destroy_process_group()
 
 

@@ -86,6 +86,9 @@ def main():
     time.sleep(args.linger)
     print("DDP rank %d done: loss %.4f -> %.4f, parameters equal on %d ranks at %.3f" % (
         rank, losses[0], losses[-1], world, time.time()), flush=True)
+    # As examples/ddp_synthetic_benchmark.py: the model before the group, or
+    # torch 1.13 can hang at exit joining gloo's workers with the GIL held.
+    del optimizer, model
     dist.destroy_process_group()
 
 
