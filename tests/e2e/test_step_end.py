@@ -2,10 +2,10 @@
 train (tests/e2e/workers/train_until_failure.py); one rank is stopped
 (SIGSTOP), killed (SIGKILL), or the link between the two nodes is cut
 (blackhole routes between the node namespaces; the control network to
-slurmctld and srun stays up). The survivors fail with an engine error
-after TANDEM_TIMEOUT (at once for SIGKILL), exit 1, and because the plugin
-runs --horovod steps with srun's --kill-on-bad-exit, srun ends the step
-(killing the stopped task) and exits. Before, srun never exited: the
+slurmctld and srun stays up). A survivor fails with an engine error
+after TANDEM_TIMEOUT (at once for SIGKILL) and exits 1, and because the
+plugin runs --horovod steps with srun's --kill-on-bad-exit, srun ends the
+step (killing the stopped task and any survivor still reporting) and exits. Before, srun never exited: the
 stopped task kept the step.
 
 A user's explicit --kill-on-bad-exit=0 (or SLURM_KILL_BAD_EXIT=0) is kept.
@@ -106,8 +106,12 @@ def check_step_ended(drill, elapsed, fault, survivors, error):
     print(f"\n{fault}: fault -> srun exit: {elapsed:.1f} s (TANDEM_TIMEOUT={TIMEOUT_S}, "
           f"load {os.getloadavg()[0]:.1f})")
     assert drill.proc.returncode != 0, out
-    for r in survivors:
-        assert f"rank {r} failed at step" in out, f"rank {r} did not report the failure:\n{out}"
+    # The first survivor to fail exits 1, and --kill-on-bad-exit then ends
+    # the others, which may be killed before they print their own failure
+    # (after a SIGKILL the victim's node peer fails at once, the other node
+    # a moment later): one report with the expected error is what is owed.
+    reported = [r for r in survivors if f"rank {r} failed at step" in out]
+    assert reported, f"no survivor of {survivors} reported the failure:\n{out}"
     assert error in out, out
 
 
