@@ -50,6 +50,18 @@ def resolve_op(op, average, what):
     return op
 
 
+def groups_from(num_groups, groups):
+    """``groups`` of a DistributedOptimizer or tape from Horovod's pair: the
+    deprecated ``num_groups`` (with Horovod's warning, word for word) stands
+    in when ``groups`` is not given."""
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be "
+                      "removed in v0.23.0.", DeprecationWarning)
+        if groups is None:
+            return num_groups
+    return groups
+
+
 _auto_names = itertools.count()
 _auto_lock = threading.Lock()
 

@@ -7,6 +7,7 @@ taken from <build>/python (its generated _config.py points at
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -77,3 +78,26 @@ def runtime_api(build_dir):
 @pytest.fixture(scope="session")
 def ranks(build_dir, py_env, runtime_api):
     return Ranks(build_dir, py_env)
+
+
+DEADLOCK_CHECKS = ["diverged", "init_again", "slow_rank"]
+
+
+@pytest.fixture
+def deadlock_job(ranks):
+    """Runs workers/deadlock.py on np ranks through one frontend ("torch",
+    "tensorflow") and checks what every rank must print: each check passed on
+    every rank, and one deadlock message, the same on all of them. A check
+    time well below the slow rank's 4 s pause."""
+    def run(np, frontend, timeout):
+        result = ranks.run(np, "deadlock.py", frontend, timeout=timeout,
+                           env={"TANDEM_DEADLOCK_CHECK_SECONDS": "0.5"})
+        out = result.stdout + result.stderr
+        assert result.returncode == 0, out[-4000:]
+        for check in DEADLOCK_CHECKS:
+            passed = sorted(int(r) for r in re.findall(
+                r"^(?:\[\d+\] )?deadlock PASS %s rank (\d+)$" % check, result.stdout, re.M))
+            assert passed == list(range(np)), (check, out[-4000:])
+        messages = set(re.findall(r"deadlock message rank \d+: (.*)$", result.stdout, re.M))
+        assert len(messages) == 1, "one message on every rank: %s" % messages
+    return run

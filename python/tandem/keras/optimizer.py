@@ -25,7 +25,6 @@ is the base optimizer's, so a model saved with it loads with plain Keras (as
 the unwrapped optimizer) and with ``hvd.load_model`` (wrapped again).
 """
 
-import warnings
 
 import keras
 from keras import ops
@@ -293,11 +292,7 @@ def _check_arguments(optimizer, op, gradient_predivide_factor, backward_passes_p
     if int(backward_passes_per_step) < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got %r"
                          % (backward_passes_per_step,))
-    if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be "
-                      "removed in v0.23.0.", DeprecationWarning)
-        if groups is None:
-            groups = num_groups
+    groups = _ops.groups_from(num_groups, groups)
     if groups is not None:
         if isinstance(groups, bool) or not (isinstance(groups, list) or
                                             (isinstance(groups, int) and groups > 0)):

@@ -268,11 +268,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     horovod.tensorflow.keras.DistributedOptimizer, as in Horovod."""
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
-    if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be "
-                      "removed in v0.23.0.", DeprecationWarning)
-        if groups is None:
-            groups = num_groups
+    groups = _ops.groups_from(num_groups, groups)
     if _LegacyOptimizer is not None and isinstance(optimizer, _LegacyOptimizer):
         if backward_passes_per_step != 1:
             raise _errors.make("TANDEM_ERR_UNSUPPORTED",

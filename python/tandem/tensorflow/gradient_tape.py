@@ -16,7 +16,6 @@ multiplies after it, and gradients of sources registered as local
 reduced but divided by the set size (``scale_local_gradients``).
 """
 
-import warnings
 import zlib
 
 import tensorflow as tf
@@ -267,11 +266,7 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     if not isinstance(gradtape, tf.GradientTape):
         raise ValueError("DistributedGradientTape wraps a tf.GradientTape, got %s"
                          % type(gradtape).__name__)
-    if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be "
-                      "removed in v0.23.0.", DeprecationWarning)
-        if groups is None:
-            groups = num_groups
+    groups = _ops.groups_from(num_groups, groups)
     reducer = GradientReducer(compression, sparse_as_dense, op, gradient_predivide_factor,
                               groups, process_set)
     cls = _distributed_class(type(gradtape))

@@ -28,7 +28,7 @@ import warnings
 
 import torch
 
-from tandem import _basics, errors
+from tandem import _basics, _ops, errors
 from tandem.torch import mpi_ops
 from tandem.torch.compression import Compression
 from tandem.torch.functions import broadcast_object
@@ -320,11 +320,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     horovod.torch.DistributedOptimizer does."""
     if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
-    if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be removed "
-                      "in v0.23.0.", DeprecationWarning)
-        if groups is None:
-            groups = num_groups
+    groups = _ops.groups_from(num_groups, groups)
     if backward_passes_per_step <= 0:
         raise ValueError("backward_passes_per_step must be > 0")
     if op == mpi_ops.Adasum and _basics.size() > 1:
