@@ -19,6 +19,9 @@ enum class AbortKind : uint32_t { kNone = 0, kPeerLost = 1, kTimeout = 2, kAbort
 // arrival has the data in the same cache miss.
 constexpr size_t kInlineBytes = 24;
 
+// CPUs a rank's published affinity can name (CPU_SETSIZE).
+constexpr int kCpuWords = 1024 / 64;
+
 struct alignas(64) RankControl {
   std::atomic<uint64_t> epoch;      // barriers this rank has arrived at
   // Small inputs, by parity of the barrier they precede (epoch & 1): a slot
@@ -43,6 +46,10 @@ struct alignas(64) RankControl {
   // and the token it expects there.
   std::atomic<uint64_t> probe_addr;
   std::atomic<uint64_t> probe_token;
+  // Setup: the CPUs this rank may run on (its affinity, CPU i is bit i % 64
+  // of word i / 64), so that every rank can tell whether the node's ranks
+  // outnumber the CPUs they share (NodeSync::watch_peers).
+  alignas(64) std::atomic<uint64_t> cpus[kCpuWords];
 };
 
 constexpr uint64_t kNotInSegment = ~uint64_t{0};

@@ -39,21 +39,28 @@ class NodeSync {
   NodeSync(const NodeSync&) = delete;
   NodeSync& operator=(const NodeSync&) = delete;
 
-  // Call once every local rank has written its pid (after the setup barrier).
+  // Call once every local rank has written its pid and CPUs (the
+  // constructor does; call this after the setup barrier): opens the peers'
+  // pidfds and decides whether waits may spin (pure_spin).
   void watch_peers();
+  // Whether a wait first spins on the CPU before it yields: only when the
+  // local ranks together may run on at least as many CPUs as there are
+  // ranks. A bound rank's own affinity is one core, so it is the union of
+  // every rank's that counts, not this process's.
+  bool pure_spin() const { return !oversubscribed_; }
 
   // Where this rank puts up to kInlineBytes that peers read right after the
   // next barrier (its arrival carries them), and where peer r's are then.
   unsigned char* inline_out() { return control_->ranks[me_].inline_data[(epoch_ + 1) & 1]; }
   const unsigned char* inline_in(int r) const { return control_->ranks[r].inline_data[epoch_ & 1]; }
 
-  void arrive();
-  // Waits until every local rank arrived as often as this one. `what` names
-  // the operation in errors. Throws PeerLostError, TimeoutError, AbortedError.
-  void wait(const char* what);
+  // Arrives, waits until every local rank arrived as often as this one,
+  // then wakes the ranks that went to sleep waiting. `what` names the
+  // operation in errors. Throws PeerLostError, TimeoutError, AbortedError.
   void barrier(const char* what) {
     arrive();
     wait(what);
+    wake_sleepers();
   }
 
   // Records a failure for every local rank (first one wins) and wakes them.
@@ -72,6 +79,9 @@ class NodeSync {
   int world_rank(int local_rank) const { return world_ranks_.at(local_rank); }
 
  private:
+  void arrive();
+  void wait(const char* what);
+  void wake_sleepers();
   bool all_arrived(uint64_t target) const;
   std::string missing(uint64_t target) const;
   void check_peers(const char* what, uint64_t target);

@@ -1,4 +1,5 @@
-// Shared memory: segment privacy and cleanup, the settings, and the failure
+// Shared memory: segment privacy and cleanup, the settings, when waits may
+// spin (from the local ranks' CPU sets), and the failure
 // tests with forked ranks: a SIGKILLed peer fails every survivor with
 // PeerLostError naming it, a SIGSTOPped one with TimeoutError after the
 // timeout, on both node-local allreduce algorithms; nobody hangs and
@@ -7,6 +8,8 @@
 #include <dirent.h>
 #include <linux/capability.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -23,6 +26,7 @@
 #include "communicator/communicator.h"
 #include "fork_world.h"
 #include "shm/doorbell.h"
+#include "shm/node_sync.h"
 #include "shm/segment.h"
 #include "../collectives/thread_world.h"
 
@@ -128,6 +132,85 @@ TEST(Doorbell, RequestWakesPeersPokeWakesSelf) {
     if (relayer.joinable()) relayer.join();
     EXPECT_EQ(bell->requested(), 4u);
   });
+}
+
+// Forked ranks, each bound to the CPUs `plan[rank]` names (empty: left
+// unbound), meet on one control block; returns what each decided about
+// spinning (1 spins, 0 only yields, -1 failed).
+std::vector<int> pure_spin_of(const std::vector<std::vector<int>>& plan) {
+  const int n = static_cast<int>(plan.size());
+  void* mem = mmap(nullptr, sizeof(ControlBlock), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) throw SystemError("mmap control block", errno);
+  auto* control = static_cast<ControlBlock*>(mem);
+  ForkArea* area = make_fork_area();
+  std::vector<int> world(n);
+  for (int r = 0; r < n; ++r) world[r] = r;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int outcome = -1;
+      try {
+        if (!plan[r].empty()) {
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          for (int cpu : plan[r]) CPU_SET(cpu, &set);
+          if (sched_setaffinity(0, sizeof set, &set) != 0) throw SystemError("sched_setaffinity", errno);
+        }
+        NodeSync sync(control, r, world, std::chrono::seconds(10), 50);
+        ForkBootstrap(area, r, n, "spin").allgather({}, std::chrono::seconds(10));  // all published
+        sync.watch_peers();
+        outcome = sync.pure_spin() ? 1 : 0;
+      } catch (const std::exception&) {
+      }
+      area->outcome[r] = outcome;
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> out(n);
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    out[r] = area->outcome[r];
+  }
+  munmap(area, sizeof(ForkArea));
+  munmap(mem, sizeof(ControlBlock));
+  return out;
+}
+
+// The CPUs this test may use (it may itself run bound).
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return {0};
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+// Bound ranks (srun --horovod=on, tandem-run --bind) each see one core in
+// their own affinity; what decides is whether the ranks together have a CPU
+// each. Spinning with two ranks on one CPU keeps the peer off it; yielding
+// with a CPU each costs a system call per poll (it made 8-byte allreduces
+// no faster than Open MPI's).
+TEST(NodeSync, SpinsOnlyWhenTheRanksHaveACpuEach) {
+  const std::vector<int> cpus = allowed_cpus();
+  const int a = cpus[0];
+  EXPECT_EQ(pure_spin_of({{a}, {a}}), (std::vector<int>{0, 0}));
+  EXPECT_EQ(pure_spin_of({{a}}), (std::vector<int>{1}));
+  const int unbound = static_cast<int>(cpus.size());
+  EXPECT_EQ(pure_spin_of(std::vector<std::vector<int>>(unbound, std::vector<int>{})),
+            std::vector<int>(unbound, 1));
+  EXPECT_EQ(pure_spin_of(std::vector<std::vector<int>>(unbound + 1, std::vector<int>{})),
+            std::vector<int>(unbound + 1, 0));
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU here: the two-CPU cases need two";
+  const int b = cpus[1];
+  EXPECT_EQ(pure_spin_of({{a}, {b}}), (std::vector<int>{1, 1}));
+  EXPECT_EQ(pure_spin_of({{a}, {b}, {a}, {b}}), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(pure_spin_of({{a, b}, {a, b}}), (std::vector<int>{1, 1}));
+  EXPECT_EQ(pure_spin_of({{a}, {a}, {b}}), (std::vector<int>{0, 0, 0}));
 }
 
 TEST(Settings, StrictParsing) {
