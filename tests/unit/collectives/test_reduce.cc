@@ -1,5 +1,5 @@
-// The kernels on their own: conversions and every type x op on one block
-// boundary-crossing length, against the tests' reference.
+// The kernels on their own: conversions and every type x op on few-element
+// and block boundary-crossing lengths, against the tests' reference.
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -60,30 +60,35 @@ TEST(Reduce, HalfNarrowingRoundsLikeTheCompiler) {
   }
 }
 
-TEST(Reduce, EveryTypeAndOpAcrossBlocks) {
+// Counts on both sides of the few-element path (kFew) and across blocks
+// (1537: three blocks, the last partial), 1, 2 and 5 inputs.
+TEST(Reduce, EveryTypeAndOpEveryCountPath) {
   const tandem_dtype_t types[] = {TANDEM_UINT8, TANDEM_INT8, TANDEM_INT32, TANDEM_INT64, TANDEM_FLOAT16,
                                   TANDEM_BFLOAT16, TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_BOOL};
-  const int n = 5;
-  const size_t count = 1537;  // three blocks of the kernel, the last partial
-  for (auto t : types) {
-    for (int o = 0; o < TANDEM_OP_COUNT_; ++o) {
-      const auto op = static_cast<tandem_op_t>(o);
-      if (t == TANDEM_BOOL && op == TANDEM_AVERAGE) continue;
-      const size_t es = dtype_size(t);
-      const double pre = floating(t) ? 2.0 : 1.0, post = floating(t) ? 0.25 : 1.0;
-      std::vector<std::vector<uint8_t>> bufs(n, std::vector<uint8_t>(count * es));
-      std::vector<const void*> in(n);
-      for (int r = 0; r < n; ++r) {
-        for (size_t i = 0; i < count; ++i) put(t, bufs[r].data(), i, input_value(t, op, r, i));
-        in[r] = bufs[r].data();
-      }
-      Reduction red{t, op, pre, true, post, n};
-      reduce(bufs[2].data(), in.data(), n, count, red);  // in place on one input
-      for (size_t i = 0; i < count; ++i) {
-        uint8_t want[8];
-        expected(t, op, n, i, pre, post, want);
-        ASSERT_EQ(0, std::memcmp(want, bufs[2].data() + i * es, es))
-            << dtype_name(t) << " " << op_name(op) << " element " << i;
+  for (int n : {1, 2, 5}) {
+    for (size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{1537}}) {
+      for (auto t : types) {
+        for (int o = 0; o < TANDEM_OP_COUNT_; ++o) {
+          const auto op = static_cast<tandem_op_t>(o);
+          if (t == TANDEM_BOOL && op == TANDEM_AVERAGE) continue;
+          const size_t es = dtype_size(t);
+          const double pre = floating(t) ? 2.0 : 1.0, post = floating(t) ? 0.25 : 1.0;
+          std::vector<std::vector<uint8_t>> bufs(n, std::vector<uint8_t>(count * es));
+          std::vector<const void*> in(n);
+          for (int r = 0; r < n; ++r) {
+            for (size_t i = 0; i < count; ++i) put(t, bufs[r].data(), i, input_value(t, op, r, i));
+            in[r] = bufs[r].data();
+          }
+          Reduction red{t, op, pre, true, post, n};
+          reduce(bufs[n - 1].data(), in.data(), n, count, red);  // in place on one input
+          for (size_t i = 0; i < count; ++i) {
+            uint8_t want[8];
+            expected(t, op, n, i, pre, post, want);
+            ASSERT_EQ(0, std::memcmp(want, bufs[n - 1].data() + i * es, es))
+                << dtype_name(t) << " " << op_name(op) << " " << n << " inputs, count " << count
+                << ", element " << i;
+          }
+        }
       }
     }
   }
