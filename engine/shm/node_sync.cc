@@ -71,7 +71,7 @@ NodeSync::NodeSync(ControlBlock* control, int local_rank, std::vector<int> world
       world_ranks_(std::move(world_ranks)),
       timeout_(timeout),
       spin_us_(spin_us),
-      oversubscribed_(n_ > 1),  // until watch_peers has seen every rank's CPUs
+      polling_(n_ > 1 ? Polling::kYield : Polling::kSpin),  // until watch_peers
       pidfds_(n_, -1) {
   epoch_ = control_->ranks[me_].epoch.load();
   control_->ranks[me_].pid.store(getpid());
@@ -85,12 +85,17 @@ NodeSync::~NodeSync() {
 
 void NodeSync::watch_peers() {
   int cpus = 0;
+  bool shared = false;
   for (int w = 0; w < kCpuWords; ++w) {
     uint64_t any = 0;
-    for (int r = 0; r < n_; ++r) any |= control_->ranks[r].cpus[w].load();
+    for (int r = 0; r < n_; ++r) {
+      const uint64_t mine = control_->ranks[r].cpus[w].load();
+      shared = shared || (any & mine) != 0;
+      any |= mine;
+    }
     cpus += __builtin_popcountll(any);
   }
-  oversubscribed_ = n_ > cpus;
+  polling_ = n_ > cpus ? Polling::kYield : shared ? Polling::kSpinThenYield : Polling::kSpin;
   const pid_t self = getpid();
   for (int r = 0; r < n_; ++r) {
     const pid_t pid = control_->ranks[r].pid.load();
@@ -208,7 +213,7 @@ void NodeSync::wait(const char* what) {
   // first with neither the clock (a vDSO call per look was 9% of an 8-byte
   // allreduce) nor pause (~140 cycles on Skylake-SP, a long time next to
   // one line's transfer).
-  if (!oversubscribed_) {
+  if (polling_ != Polling::kYield) {
     for (int i = 0; i < kQuickPolls; ++i) {
       if (all_arrived(target)) {
         ++stats_.spun;
@@ -228,20 +233,25 @@ void NodeSync::wait(const char* what) {
     }
   } account{stats_, start, measure_cpu_};
   const auto deadline = start + timeout_;
-  // Spin with the pause instruction for at most 1 us, then keep polling but
-  // give the CPU away (sched_yield) between polls until spin_us, then sleep
-  // on the futex. Yielding lets a peer that shares our CPU (a busy or
-  // oversubscribed node) run instead of being starved by our polling: on
-  // this shared 2-core VM under load, 8-byte allreduces took 70-160 us with
-  // a 50 us pure spin, ~6 us with 5 us, 0.4-2 us with 1 us. Sleeping too
-  // early is as bad: waking from a futex takes tens of microseconds, and two
-  // ranks that keep waking each other settle at that latency per barrier
-  // (27 us with a 20 us spin and no yield phase). With more local ranks than
-  // CPUs there is no pure spin, only yields.
-  const auto spin_end =
-      start + std::chrono::microseconds(oversubscribed_ ? 0 : std::min(spin_us_, 1));
+  // How long to spin with the pause instruction, then to poll with
+  // sched_yield between looks, before sleeping on the futex (spin_us in
+  // all). Yielding is for a peer that needs our CPU: more local ranks than
+  // CPUs, or ranks free to meet on one CPU (on this shared 2-core VM under
+  // load, unbound 8-byte allreduces took 70-160 us with a 50 us pure spin,
+  // 0.4-2 us with 1 us and yields). Where no rank can need our CPU it only
+  // hands it to someone else: the kernel (EEVDF) moves a yielding thread's
+  // deadline a whole slice back, so next to any busy thread a yield costs
+  // milliseconds. Bound ranks with a CPU busy loop each beside them took
+  // 6.1 us per 8-byte and 253 ms per 16 MiB allreduce yielding, 0.24 us
+  // and 6.6 ms spinning (Open MPI, which polls: 0.36 us, 8.8 ms). Sleeping
+  // too early is as bad: waking from a futex takes tens of microseconds,
+  // and two ranks that keep waking each other settle at that latency per
+  // barrier (27 us with a 20 us spin and no yield phase).
+  const auto spin_for = polling_ == Polling::kSpin ? spin_us_
+                        : polling_ == Polling::kSpinThenYield ? std::min(spin_us_, 1) : 0;
+  const auto spin_end = start + std::chrono::microseconds(spin_for);
   const auto yield_end = start + std::chrono::microseconds(spin_us_);
-  if (!oversubscribed_) {
+  if (spin_for > 0) {
     for (int i = 1;; ++i) {
       if (all_arrived(target)) {
         ++stats_.spun;

@@ -41,13 +41,16 @@ class NodeSync {
 
   // Call once every local rank has written its pid and CPUs (the
   // constructor does; call this after the setup barrier): opens the peers'
-  // pidfds and decides whether waits may spin (pure_spin).
+  // pidfds and decides how waits poll (waiting()).
   void watch_peers();
-  // Whether a wait first spins on the CPU before it yields: only when the
-  // local ranks together may run on at least as many CPUs as there are
-  // ranks. A bound rank's own affinity is one core, so it is the union of
-  // every rank's that counts, not this process's.
-  bool pure_spin() const { return !oversubscribed_; }
+  // How a wait polls before it sleeps on the futex, from every local rank's
+  // CPU set (a bound rank's own is one core: the others' count too).
+  enum class Polling {
+    kSpin,           // no two ranks share a CPU: spin, no rank can need ours
+    kSpinThenYield,  // enough CPUs, but ranks may meet on one: 1 us, then yield
+    kYield,          // more ranks than CPUs: yield at once, a peer needs ours
+  };
+  Polling polling() const { return polling_; }
 
   // Where this rank puts up to kInlineBytes that peers read right after the
   // next barrier (its arrival carries them), and where peer r's are then.
@@ -77,6 +80,9 @@ class NodeSync {
   // peer process has died. One poll() over the peers' pidfds.
   void check_alive(const char* what);
   int world_rank(int local_rank) const { return world_ranks_.at(local_rank); }
+  // Records that local rank r died (PeerLostError naming it, for every
+  // local rank) and throws it.
+  [[noreturn]] void peer_died(const char* what, int r);
 
  private:
   void arrive();
@@ -85,7 +91,6 @@ class NodeSync {
   bool all_arrived(uint64_t target) const;
   std::string missing(uint64_t target) const;
   void check_peers(const char* what, uint64_t target);
-  [[noreturn]] void peer_died(const char* what, int r);
   void wake_all();
 
   ControlBlock* control_;
@@ -94,7 +99,7 @@ class NodeSync {
   std::vector<int> world_ranks_;
   std::chrono::milliseconds timeout_;
   int spin_us_;
-  bool oversubscribed_;
+  Polling polling_;
   uint64_t epoch_ = 0;
   std::vector<int> pidfds_;  // -1 for this process (threads) or when unavailable
   WaitStats stats_;

@@ -500,6 +500,10 @@ void ShmGroup::allreduce_direct(const void* send, void* recv, size_t count, cons
 // A single-copy access failed mid-collective: a dead peer is PeerLost (as
 // in a barrier); anything else fails the node with what was refused.
 void ShmGroup::cma_failed(const char* what, int k, int err, const char* verb) {
+  // ESRCH: the peer is gone. Its pidfd turns readable only once it has
+  // exited completely, later than its memory goes, so check_alive alone
+  // can still see it alive (the SIGKILL drill failed so, 1 run in 2).
+  if (err == ESRCH) sync_->peer_died(what, k);
   sync_->check_alive(what);
   sync_->abort(AbortKind::kAborted, std::string(what) + ": " + verb + " rank " +
                                         std::to_string(sync_->world_rank(k)) +
