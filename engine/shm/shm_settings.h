@@ -20,9 +20,9 @@ constexpr const char* kShmArenaVariable = "TANDEM_SHM_ARENA_BYTES";
 size_t shm_arena_bytes_from_environment();
 
 // TANDEM_SHM_SPIN_US (default 50, 0..1000000): how long a node-local wait
-// polls before it sleeps on a futex: a few microseconds of pure spinning,
-// then polling with sched_yield, so a peer sharing our CPU (busy or
-// oversubscribed node) gets it. See node_sync.cc.
+// polls before it sleeps on a futex: spinning when no two local ranks share
+// a CPU, else yielding so that a peer sharing ours gets it
+// (NodeSync::Polling, node_sync.cc).
 constexpr const char* kShmSpinVariable = "TANDEM_SHM_SPIN_US";
 int shm_spin_us_from_environment();
 
