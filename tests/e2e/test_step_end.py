@@ -155,7 +155,13 @@ def test_cut_link_between_the_nodes_ends_the_step(cluster):
         drill.finish()
 
 
-SCRIPT = ("if [ $SLURM_PROCID = 1 ]; then exit 3; fi; sleep 4; "
+# Task 1 fails; task 0 outlives it by 4 s unless the step is ended. The 4 s
+# count from task 1's failure (a marker in the shared working directory),
+# not from task 0's start: the two nodes' tasks can start seconds apart on
+# a loaded host (a clean-clone CI run saw task 0 print before the kill).
+SCRIPT = ("m=failed.$SLURM_JOB_ID.$SLURM_STEP_ID; "
+          "if [ $SLURM_PROCID = 1 ]; then touch $m; exit 3; fi; "
+          "for i in $(seq 600); do [ -e $m ] && break; sleep 0.1; done; sleep 4; "
           "echo task $SLURM_PROCID outlived the failed one")
 
 
