@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 // How often a sleeping waiter wakes up to look at its peers' pidfds.
 constexpr auto kLivenessSlice = std::chrono::milliseconds(10);
 // Looks at the peers' lines before a wait starts its clock (a few cycles
-// each while no peer writes: well under the 1 us pure-spin budget).
+// each while no peer writes: well under a microsecond in all).
 constexpr int kQuickPolls = 256;
 
 inline void cpu_relax() {

@@ -25,7 +25,6 @@ is the base optimizer's, so a model saved with it loads with plain Keras (as
 the unwrapped optimizer) and with ``hvd.load_model`` (wrapped again).
 """
 
-
 import keras
 from keras import ops
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -135,9 +136,15 @@ TEST(Doorbell, RequestWakesPeersPokeWakesSelf) {
 }
 
 // Forked ranks, each bound to the CPUs `plan[rank]` names (empty: left
-// unbound), meet on one control block; returns how each decided to poll
-// (NodeSync::Polling as an int, -1: failed).
-std::vector<int> polling_of(const std::vector<std::vector<int>>& plan) {
+// unbound), meet on one control block and pass 300 barriers; returns how
+// each decided to poll (NodeSync::Polling as an int, -1: failed), and how
+// its waits went.
+struct Observed {
+  int polling = -1;
+  unsigned long long spun = 0, yields = 0;
+};
+
+std::vector<Observed> observe(const std::vector<std::vector<int>>& plan) {
   const int n = static_cast<int>(plan.size());
   void* mem = mmap(nullptr, sizeof(ControlBlock), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw SystemError("mmap control block", errno);
@@ -160,6 +167,10 @@ std::vector<int> polling_of(const std::vector<std::vector<int>>& plan) {
         NodeSync sync(control, r, world, std::chrono::seconds(10), 50);
         ForkBootstrap(area, r, n, "spin").allgather({}, std::chrono::seconds(10));  // all published
         sync.watch_peers();
+        for (int i = 0; i < 300; ++i) sync.barrier("test barrier");
+        std::snprintf(area->message[r], sizeof area->message[r], "%llu %llu",
+                      static_cast<unsigned long long>(sync.stats().spun),
+                      static_cast<unsigned long long>(sync.stats().yields));
         outcome = static_cast<int>(sync.polling());
       } catch (const std::exception&) {
       }
@@ -168,14 +179,31 @@ std::vector<int> polling_of(const std::vector<std::vector<int>>& plan) {
     }
     pids.push_back(pid);
   }
-  std::vector<int> out(n);
+  std::vector<Observed> out(n);
   for (int r = 0; r < n; ++r) {
     int status = 0;
     waitpid(pids[r], &status, 0);
-    out[r] = area->outcome[r];
+    out[r].polling = area->outcome[r];
+    std::sscanf(area->message[r], "%llu %llu", &out[r].spun, &out[r].yields);
   }
   munmap(area, sizeof(ForkArea));
   munmap(mem, sizeof(ControlBlock));
+  return out;
+}
+
+std::vector<int> polling_of(const std::vector<std::vector<int>>& plan) {
+  std::vector<int> out;
+  for (const Observed& o : observe(plan)) {
+    out.push_back(o.polling);
+    // The waits do what the mode says: a spinning rank never yields, a
+    // yielding one never spins (a wait that finds everyone arrived is neither).
+    if (o.polling == static_cast<int>(NodeSync::Polling::kSpin)) {
+      EXPECT_EQ(o.yields, 0u);
+    }
+    if (o.polling == static_cast<int>(NodeSync::Polling::kYield)) {
+      EXPECT_EQ(o.spun, 0u);
+    }
+  }
   return out;
 }
 
