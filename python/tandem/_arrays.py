@@ -15,10 +15,12 @@ Types, as in tandem.torch:
   narrowed back (two's complement keeps Sum and Product exact modulo 2**bits,
   as native arithmetic would; Min and Max are unchanged by widening).
   complex64/128 are reduced as (real, imaginary) pairs, Sum and Average only.
-  Average of integers is a Sum floor-divided by the set size (Horovod's
-  rule); Average of bool has no meaning and is refused.
+  Average of integers is a Sum divided by the set size and truncated toward
+  zero (Horovod scales integers by 1/size in double and converts back, so
+  -3 averaged over 2 ranks is -1); Average of bool has no meaning and is
+  refused.
 * Broadcast, allgather, alltoall move bytes: any fixed-size type works
-  (types the engine lacks travel as uint8 with the last dimension widened).
+  (types the engine lacks travel as uint8 with a trailing byte dimension).
 
 Outputs are allocated 64-byte aligned: TensorFlow then adopts a returned
 array without copying it (Eigen's alignment).
@@ -125,7 +127,7 @@ def wait_all(pendings):
 
 class _Reduction:
     """One array through a reduction: its wire form, the engine op, and the
-    fix-ups after (narrowing, floor division of integer averages)."""
+    fix-ups after (narrowing, the division of integer averages)."""
 
     def __init__(self, array, op, set_size, what):
         self.array = array = _check_array(array, what)
@@ -162,17 +164,31 @@ class _Reduction:
                 raise _ops.invalid("%s: Average of a bool array has no meaning; use Sum (or) "
                                    "or Min (and)" % what)
             # The engine averages floating types only: integers are summed
-            # and floor-divided here, as Horovod does.
+            # and divided here, truncated toward zero as Horovod does.
             self.engine_op, self.divide_by = _ops.Sum, set_size
 
     def send_buffer(self):
         return _buffer(self.wire, self.engine_dtype)
 
     def result(self):
-        out = self.recv.astype(self.array.dtype) if self.out is None else self.out
+        # An integer average is divided in the wire type, before narrowing:
+        # the mean of int16 values fits int16 even where their sum does not.
+        out = self.recv if self.out is None else self.out
         if self.divide_by is not None:
-            np.floor_divide(out, self.divide_by, out=out)
-        return out
+            out = truncating_divide(out, self.divide_by)
+        return out.astype(self.array.dtype, copy=False)
+
+
+def truncating_divide(array, divisor):
+    """``array / divisor`` rounded toward zero, exactly, in the array's own
+    integer type (floor division, then one back toward zero where a negative
+    quotient had a remainder; a float detour would round int64 sums)."""
+    divisor = np.asarray(divisor, dtype=array.dtype)  # 0-d arrays keep their type
+    quotient = np.floor_divide(array, divisor)
+    if array.dtype.kind == "i":
+        quotient = quotient + ((np.remainder(array, divisor) != 0) & (array < 0)).astype(
+            array.dtype)
+    return np.asarray(quotient, dtype=array.dtype)
 
 
 def check_reduction(dtype, op, what):
@@ -207,16 +223,17 @@ def start_grouped_allreduce(names, arrays, op, prescale=1.0, postscale=1.0, proc
 
 def _byte_form(array):
     """(engine dtype, engine shape) for the byte-moving collectives: the
-    array's own type when the engine has it, else uint8 with the last
-    dimension widened by the element size (the engine then checks shapes in
-    bytes, which agree exactly when the element shapes agree)."""
+    array's own type when the engine has it, else uint8 with one trailing
+    dimension of the element size added. The engine then checks shapes in
+    bytes, which agree exactly when the element shapes agree, and the first
+    dimension, which allgather concatenates and alltoall's splits count,
+    keeps its length (widening the last dimension instead would make a 1-D
+    array's first dimension count bytes: a silent wrong alltoall)."""
     native = engine_dtype(array.dtype)
     shape = list(array.shape)
     if native is not None:
         return native, shape
-    shape = shape or [1]
-    shape[-1] *= array.dtype.itemsize
-    return _dtypes.UINT8, shape
+    return _dtypes.UINT8, shape + [array.dtype.itemsize]
 
 
 class _Outputs:
@@ -232,8 +249,7 @@ class _Outputs:
         if self.shape_fn is not None:
             shape = self.shape_fn(shape)
         elif engine_dtype(self.dtype) is None:
-            shape = list(shape)
-            shape[-1] //= self.dtype.itemsize
+            shape = list(shape)[:-1]  # the byte dimension _byte_form added
         out = empty(shape, self.dtype)
         self.arrays[index] = out
         return _ptr(out), out.nbytes
@@ -288,14 +304,10 @@ def start_reducescatter(name, array, op, prescale=1.0, postscale=1.0, process_se
         got = outputs.arrays[0]
         dtype = plan.array.dtype
         if dtype in _COMPLEX_PARTS:
-            out = got.reshape(-1).view(dtype).reshape(got.shape[:-1])
-        elif got.dtype != dtype:
-            out = got.astype(dtype)
-        else:
-            out = got
-        if plan.divide_by is not None:
-            np.floor_divide(out, plan.divide_by, out=out)
-        return out
+            return got.reshape(-1).view(dtype).reshape(got.shape[:-1])
+        if plan.divide_by is not None:  # in the wire type, as in _Reduction.result
+            got = truncating_divide(got, plan.divide_by)
+        return got.astype(dtype, copy=False)
     request = _collectives.reducescatter(name, plan.send_buffer(), plan.engine_op,
                                          float(prescale), float(postscale),
                                          outputs.make_output, process_set, keep=plan)
@@ -311,4 +323,4 @@ def start_allgather_sizes(name, values, process_set=0):
 
 __all__ = ["ALIGN", "Pending", "check_reduction", "empty", "engine_dtype", "start_allgather",
            "start_allgather_sizes", "start_allreduce", "start_alltoall", "start_broadcast",
-           "start_grouped_allreduce", "start_reducescatter", "wait_all"]
+           "start_grouped_allreduce", "start_reducescatter", "truncating_divide", "wait_all"]

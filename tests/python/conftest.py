@@ -101,3 +101,24 @@ def deadlock_job(ranks):
         messages = set(re.findall(r"deadlock message rank \d+: (.*)$", result.stdout, re.M))
         assert len(messages) == 1, "one message on every rank: %s" % messages
     return run
+
+
+_SWEEPS = {}  # (np, frontend) -> the finished job
+
+
+def sweep(ranks, np, frontend):
+    """workers/sweep_dtypes.py through one frontend on np ranks, run once."""
+    if (np, frontend) not in _SWEEPS:
+        _SWEEPS[np, frontend] = ranks.run(np, "sweep_dtypes.py", frontend, timeout=600)
+    return _SWEEPS[np, frontend]
+
+
+def assert_passed(result, np, name):
+    """One check of a report.py worker passed on every rank, and failed nowhere."""
+    output = result.stdout + result.stderr
+    failures = re.findall(r"^.*FAIL %s rank \d+: .*$" % name, result.stdout, re.M)
+    assert not failures, "\n".join(failures)
+    passed = set(int(r) for r in re.findall(r"^(?:\[\d+\] )?PASS %s rank (\d+)$" % name,
+                                            result.stdout, re.M))
+    assert passed == set(range(np)), "check %s passed on ranks %s of %d; job exit %d:\n%s" % (
+        name, sorted(passed), np, result.returncode, output[-4000:])

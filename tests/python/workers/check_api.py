@@ -89,7 +89,7 @@ def reference(op, tensors, dtype):
     elif op == hvd.Average:
         out = stack.sum(0)
         out = out / len(tensors) if (dtype.is_floating_point or dtype in COMPLEX) else \
-            torch.div(out, len(tensors), rounding_mode="floor")
+            torch.div(out, len(tensors), rounding_mode="trunc")  # as Horovod
     elif op == hvd.Min:
         out = stack.min(0).values
     elif op == hvd.Max:

@@ -938,7 +938,7 @@ def value_level_collectives():
                  "allreduce Sum")
     expect_equal(hvd.allreduce(np.arange(4, dtype=np.int32) + r),
                  (np.sum([np.arange(4) + k for k in range(size)], axis=0)) // size,
-                 "allreduce of int32 (floor of the mean)")
+                 "allreduce of int32 (the mean truncated)")
     gathered = hvd.allgather(np.full((r + 1, 2), r, dtype=np.int64))
     expect_equal(gathered, np.concatenate([np.full((k + 1, 2), k) for k in range(size)]),
                  "allgather")

@@ -105,7 +105,7 @@ def reference(op, tensors, dtype):
     elif op == hvd.Average:
         out = stack.sum(0)
         out = out / len(tensors) if (dtype.is_floating or dtype.is_complex) else \
-            np.floor_divide(out, len(tensors))
+            np.fix(out / len(tensors)).astype(np.int64)  # truncated, as Horovod
     elif op == hvd.Min:
         out = stack.min(0)
     elif op == hvd.Max:
