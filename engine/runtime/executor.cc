@@ -119,17 +119,20 @@ void run_allreduce_batch(ExecContext& ctx, const std::vector<const Response*>& r
     size_t offset;
     size_t bytes;
     uint8_t* dst;
+    bool streaming;  // non-temporal stores: large, and not in place (stream_results)
   };
   std::vector<Target> targets;
   targets.reserve(responses.size());
   offset = 0;
   for (size_t i = 0; i < responses.size(); ++i) {
     const Request& q = responses[i]->first();
+    // An output that is its own input (hvd.allreduce_, the optimizers'
+    // gradients) was read by the same step that writes it back.
     if (entries[i] && q.bytes() > 0)
-      targets.push_back({offset, q.bytes(), static_cast<uint8_t*>(entries[i]->output)});
+      targets.push_back({offset, q.bytes(), static_cast<uint8_t*>(entries[i]->output),
+                         stream_results(total_bytes, entries[i]->output == entries[i]->input)});
     offset += q.bytes();
   }
-  const bool streaming = total_bytes >= kStreamingBytes;
   size_t cursor = 0;
   auto unpack = [&](size_t at, const void* data, size_t bytes) {
     const auto* src = static_cast<const uint8_t*>(data);
@@ -145,7 +148,7 @@ void run_allreduce_batch(ExecContext& ctx, const std::vector<const Response*>& r
         continue;
       }
       const size_t n = std::min(bytes, t.offset + t.bytes - at);
-      if (streaming) stream_copy(t.dst + (at - t.offset), src, n);
+      if (t.streaming) stream_copy(t.dst + (at - t.offset), src, n);
       else std::memcpy(t.dst + (at - t.offset), src, n);
       at += n, src += n, bytes -= n;
     }
