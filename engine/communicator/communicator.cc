@@ -65,6 +65,7 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   o.timeout = timeout_from_environment();
   o.allreduce_algorithm = allreduce_algorithm_from_environment();
   o.shm_chunk_bytes = shm_chunk_bytes_from_environment();
+  o.shm_max_chunk_bytes = shm_max_chunk_bytes_from_environment();
   o.shm_arena_bytes = shm_arena_bytes_from_environment();
   o.shm_spin_us = shm_spin_us_from_environment();
   o.shm_stats = shm_stats_from_environment();
@@ -79,6 +80,7 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
   ShmOptions so;
   so.timeout = options.timeout;
   so.chunk_bytes = options.shm_chunk_bytes;
+  so.max_chunk_bytes = options.shm_max_chunk_bytes;
   so.arena_bytes = options.shm_arena_bytes;
   so.spin_us = options.shm_spin_us;
   so.stats = options.shm_stats;

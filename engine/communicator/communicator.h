@@ -48,6 +48,7 @@ using TransportFactory = std::function<std::unique_ptr<Transport>(
 struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};  // TANDEM_TIMEOUT
   size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
+  size_t shm_max_chunk_bytes = size_t{4} << 20;  // TANDEM_SHM_MAX_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
   bool shm_stats = false;                      // TANDEM_SHM_STATS

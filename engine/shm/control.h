@@ -9,7 +9,7 @@
 
 namespace tandem {
 
-constexpr uint32_t kControlMagic = 0x546e6430;  // "Tnd0"
+constexpr uint32_t kControlMagic = 0x546e6431;  // "Tnd1"
 constexpr int kMaxLocalRanks = 512;
 
 enum class AbortKind : uint32_t { kNone = 0, kPeerLost = 1, kTimeout = 2, kAborted = 3 };
@@ -35,6 +35,9 @@ struct alignas(64) RankControl {
   // of the step lies (segment offset), and one small value per step.
   std::atomic<uint64_t> offset[2];
   std::atomic<uint64_t> value[2];
+  // What this rank's last wait in a timed barrier took (ns): the staged
+  // allreduce's step size follows what a barrier costs (ShmGroup::decide_step).
+  std::atomic<uint64_t> probe_ns;
   // The direct allreduce (ShmGroup::allreduce_direct), by parity: this
   // rank's send and recv buffers as addresses in its own process, and as
   // segment offsets when they lie in its arena (kNotInSegment otherwise).
@@ -66,6 +69,11 @@ struct ControlBlock {
   uint32_t local_size;
   uint64_t chunk_bytes;
   uint64_t arena_bytes;
+  // Bytes per rank per step of the next staged allreduce: written by local
+  // rank 0 only between the first and the last barrier of a staged
+  // allreduce, read by every rank before its first arrival in the next one,
+  // so every rank of the node takes the same steps (ShmGroup::decide_step).
+  alignas(64) std::atomic<uint64_t> step_bytes;
   alignas(64) std::atomic<uint32_t> wake;      // futex word: bumped when sleepers must wake
   std::atomic<uint32_t> sleepers;              // ranks inside futex_wait
   alignas(64) std::atomic<uint32_t> abort_state;  // 0 none, 1 writing, 2 message ready

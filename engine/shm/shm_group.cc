@@ -50,11 +50,12 @@ struct SegmentInfo {
   std::string name;
   size_t chunk = 0;
   size_t arena = 0;
+  size_t most = 0;  // the largest staged allreduce step
 };
 
 Bytes encode(const SegmentInfo& s) {
   std::ostringstream o;
-  o << s.chunk << ' ' << s.arena << ' ' << s.name;
+  o << s.chunk << ' ' << s.arena << ' ' << s.most << ' ' << s.name;
   const std::string t = o.str();
   return Bytes(t.begin(), t.end());
 }
@@ -62,7 +63,7 @@ Bytes encode(const SegmentInfo& s) {
 SegmentInfo decode(const Bytes& b) {
   std::istringstream i(std::string(b.begin(), b.end()));
   SegmentInfo s;
-  i >> s.chunk >> s.arena >> s.name;
+  i >> s.chunk >> s.arena >> s.most >> s.name;
   if (!i && !i.eof()) throw BootstrapError("shared memory setup: malformed segment description");
   return s;
 }
@@ -85,30 +86,36 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
                          " ranks (at most " + std::to_string(kMaxLocalRanks) +
                          "); the launcher's layout is inconsistent");
 
-  // Every rank proposes its settings; world rank 0's chunk size wins
+  // Every rank proposes its settings; world rank 0's chunk sizes win
   // everywhere (the hierarchical allreduce needs the same steps on every
   // node), the node leader's arena size wins in the node.
   SegmentInfo mine{"", round_up(std::max<size_t>(options.chunk_bytes, kPage), kPage),
-                   round_up(options.arena_bytes, kPage)};
+                   round_up(options.arena_bytes, kPage),
+                   round_up(std::max<size_t>(options.max_chunk_bytes, kPage), kPage)};
   control_bytes_ = round_up(sizeof(ControlBlock), kPage);
   auto total = [&](const SegmentInfo& s) {
-    return control_bytes_ + static_cast<size_t>(n_) * (2 * s.chunk + s.arena);
+    return control_bytes_ + static_cast<size_t>(n_) * (2 * std::max(s.chunk, s.most) + s.arena);
   };
   // Two rounds: first agree on the sizes, then the leader creates.
   auto proposals = bootstrap.allgather(encode(mine), options.timeout);
   const SegmentInfo world0 = decode(proposals.at(0));
   const SegmentInfo leader = decode(proposals.at(locals[0]));
   chunk_ = world0.chunk;
+  staging_bytes_ = std::max(chunk_, world0.most);
   arena_ = leader.arena;
-  SegmentInfo info{"", chunk_, arena_};
+  SegmentInfo info{"", chunk_, arena_, world0.most};
   if (me_ == 0) {
     info.name = make_segment_name(id.job_id);
-    seg_ = SharedSegment::create(info.name, total(info), control_bytes_ + n_ * 2 * chunk_);
+    seg_ = SharedSegment::create(info.name, total(info), control_bytes_);
+    for (int r = 0; r < n_; ++r)
+      for (int b = 0; b < 2; ++b) seg_.back(offset_of(staging(r, b)), chunk_);
+    backed_step_ = chunk_;
     ControlBlock* c = control();
     c->magic = kControlMagic;
     c->local_size = static_cast<uint32_t>(n_);
     c->chunk_bytes = chunk_;
     c->arena_bytes = arena_;
+    c->step_bytes.store(chunk_);
   }
   auto names = bootstrap.allgather(me_ == 0 ? encode(info) : Bytes{}, options.timeout);
   if (me_ != 0) {
@@ -121,6 +128,9 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
   stats_ = options.stats;
   path_ = options.allreduce_path;
+  adaptive_step_ = staging_bytes_ > chunk_;
+  probe_every_ = std::max(1, options.probe_every);
+  step_rule_ = options.step_rule;
   sync_->measure_wait_cpu(stats_);
   doorbell_ = std::make_unique<Doorbell>(control(), me_, n_);
   // Once everyone has mapped the segment nobody needs the name: unlink now so
@@ -174,6 +184,12 @@ void ShmGroup::probe_single_copy() {
 
 ShmGroup::~ShmGroup() {
   if (!stats_ || !sync_) return;
+  if (me_ == 0 && probes_seen_ > 0)
+    std::fprintf(stderr,
+                 "tandem shm stats: local rank 0/%d: staged step %zu KiB (from %zu), last barrier "
+                 "probes %.1f %.1f %.1f us, work %.3f ns per byte, %" PRIu64 " probes\n",
+                 n_, staged_step_bytes() >> 10, chunk_ >> 10, probe_ns_[0] / 1e3,
+                 probe_ns_[1] / 1e3, probe_ns_[2] / 1e3, work_ns_per_byte_, probes_seen_);
   for (const OpStats& o : op_stats_) {
     if (o.ops == 0) continue;
     const WaitStats& w = o.waits;
@@ -184,13 +200,14 @@ ShmGroup::~ShmGroup() {
                  "on CPU outside waits; per call "
                  "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
                  "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
-                 "%.1f us waiting (%.1f on CPU)\n",
+                 "%.1f us waiting (%.1f on CPU)%s\n",
                  me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3,
                  (static_cast<double>(o.cpu_ns) - static_cast<double>(w.wait_cpu_ns)) / ops / 1e3,
                  o.nvcsw / ops, o.nivcsw / ops,
                  w.waits / ops, 100.0 * w.ready / waits, 100.0 * w.spun / waits,
                  100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops, w.sleeps / ops,
-                 w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3);
+                 w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3,
+                 o.step ? (", last staged step " + std::to_string(o.step >> 10) + " KiB").c_str() : "");
   }
 }
 
@@ -201,6 +218,7 @@ class ShmGroup::OpTimer {
     if (!g_.stats_) return;
     w0_ = g_.sync_->stats();
     getrusage(RUSAGE_THREAD, &ru_);
+    g_.last_step_ = 0;
     cpu0_ = cpu_now();
     t0_ = std::chrono::steady_clock::now();
   }
@@ -212,6 +230,7 @@ class ShmGroup::OpTimer {
     OpStats& o = g_.op_stats_[bytes_ ? 63 - __builtin_clzll(bytes_) : 0];
     ++o.ops;
     o.bytes += bytes_;
+    if (g_.last_step_) o.step = g_.last_step_;
     o.ns += static_cast<uint64_t>((t1 - t0_).count());
     o.nvcsw += now.ru_nvcsw - ru_.ru_nvcsw;
     o.nivcsw += now.ru_nivcsw - ru_.ru_nivcsw;
@@ -243,12 +262,11 @@ class ShmGroup::OpTimer {
 };
 
 char* ShmGroup::staging(int rank, int parity) const {
-  return seg_.base() + control_bytes_ + (static_cast<size_t>(rank) * 2 + parity) * chunk_;
+  return seg_.base() + control_bytes_ + (static_cast<size_t>(rank) * 2 + parity) * staging_bytes_;
 }
 
 bool ShmGroup::in_arena(const void* p, size_t bytes) const {
-  const char* a = seg_.base() + control_bytes_ + static_cast<size_t>(n_) * 2 * chunk_ +
-                  static_cast<size_t>(me_) * arena_;
+  const char* a = seg_.base() + arena_base() + static_cast<size_t>(me_) * arena_;
   const char* c = static_cast<const char*>(p);
   return arena_ > 0 && c >= a && c + bytes <= a + arena_;
 }
@@ -262,8 +280,7 @@ void* ShmGroup::allocate(size_t bytes) {
     const size_t left = it->second - need;
     free_.erase(it);
     if (left) free_[off + need] = left;
-    const size_t abs = control_bytes_ + static_cast<size_t>(n_) * 2 * chunk_ +
-                       static_cast<size_t>(me_) * arena_ + off;
+    const size_t abs = arena_base() + static_cast<size_t>(me_) * arena_ + off;
     try {
       seg_.back(abs, need);
     } catch (...) {
@@ -280,8 +297,7 @@ void* ShmGroup::allocate(size_t bytes) {
 
 void ShmGroup::free(void* p) {
   if (!p) return;
-  const size_t base = control_bytes_ + static_cast<size_t>(n_) * 2 * chunk_ +
-                      static_cast<size_t>(me_) * arena_;
+  const size_t base = arena_base() + static_cast<size_t>(me_) * arena_;
   std::lock_guard<std::mutex> lock(alloc_mu_);
   const size_t off = offset_of(p) - base;
   auto it = used_.find(off);
@@ -307,7 +323,8 @@ void ShmGroup::free(void* p) {
 
 void ShmGroup::barrier() { sync_->barrier("barrier"); }
 
-// Allreduce, per step of at most chunk_ bytes per rank:
+// Allreduce, per step of at most the node's step size per rank (chunk_
+// with a hook, whose parts must match other nodes'; else decide_step's):
 //   1. publish where this rank's input lies: in its arena (zero copy) or
 //      copied into its staging buffer (all but its own part, which only it
 //      reads, straight from its send buffer);
@@ -339,7 +356,16 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   const bool zero_copy = !source && in_arena(send, count * es);
   // In place (no source) every step reads the lines it then writes.
   const bool streaming = stream_results(count * es, send == recv && !source);
-  const size_t step_elems = chunk_ / es;
+  // Every rank reads the step before its first arrival; local rank 0 may
+  // change it only once everyone has arrived (decide_step).
+  const bool adapt = !hook && adaptive_step_;
+  const size_t step_bytes = adapt ? control()->step_bytes.load(std::memory_order_relaxed) : chunk_;
+  const size_t step_elems = std::max<size_t>(1, step_bytes / es);
+  last_step_ = step_bytes;
+  // Every local rank counts these calls alike, so all time the same ones.
+  const bool probe = adapt && count * es >= 4 * chunk_ && staged_calls_++ % probe_every_ == 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t wait0 = sync_->stats().wait_ns;
   std::vector<const void*> in(n_);
   Reduction stage = r;
   if (hook) stage.finalize = false;
@@ -365,10 +391,16 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
                                            std::memory_order_relaxed);
     sync_->barrier("allreduce (shared memory)");
     if (start == 0) {
+      if (adapt && me_ == 0) decide_step();
+      if (probe) probe_barrier();
       bool all_in_arena = true;
       for (int j = 0; j < n_; ++j)
         all_in_arena = all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
-      if (all_in_arena) return allreduce_in_arena(static_cast<char*>(recv), count, r, hook, sink, b);
+      if (all_in_arena) {
+        allreduce_in_arena(static_cast<char*>(recv), count, step_elems, r, hook, sink, b);
+        if (adapt && me_ == 0) account_staged(count * es, t0, wait0);
+        return;
+      }
     }
     if (hi > lo) {
       for (int j = 0; j < n_; ++j)
@@ -395,6 +427,86 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
         std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
     }
   }
+  if (adapt && me_ == 0) account_staged(count * es, t0, wait0);
+}
+
+size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_per_byte) {
+  size_t step = base;
+  while (step < most && 2 * barrier_ns * 8 > work_ns_per_byte * static_cast<double>(step))
+    step = std::min(most, step * 2);
+  return step;
+}
+
+size_t ShmGroup::staged_step_bytes() const {
+  return adaptive_step_ ? control()->step_bytes.load(std::memory_order_relaxed) : chunk_;
+}
+
+// What a barrier costs on this node right now, measured as such: right
+// after the staged allreduce's first barrier, when every rank has just
+// left one, every rank times one more with nothing in between. Spinning
+// ranks with CPUs of their own pass it in well under a microsecond; ranks
+// that must yield (more ranks than CPUs) hand their CPU to whatever else
+// is runnable, and beside a busy thread that is a whole scheduler slice
+// (4 ranks on 2 cores with a busy loop per core: ~2 ms per barrier, 255 ms
+// for a 16 MiB allreduce of 256 KiB steps against Open MPI's 22.6 ms).
+// Each rank publishes its time; local rank 0 reads them in a later call.
+void ShmGroup::probe_barrier() {
+  const auto t0 = std::chrono::steady_clock::now();
+  sync_->barrier("allreduce (shared memory)");
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - t0).count();
+  control()->ranks[me_].probe_ns.store(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+  ++probes_;
+}
+
+// Local rank 0, after the first barrier of a staged allreduce (every rank
+// has read this call's step, and published its probe times of earlier
+// calls): the next calls' step from the barrier cost (the slowest rank's
+// probe, the least of the node's last three, so that one preemption does
+// not move it) and this rank's work per byte outside waits since the last
+// decision (staged_step). Memory for larger steps is backed here first: if
+// /dev/shm cannot give it, the node keeps the steps it has.
+void ShmGroup::decide_step() {
+  if (probes_seen_ == probes_) return;
+  probes_seen_ = probes_;
+  uint64_t slowest = 0;
+  for (int j = 0; j < n_; ++j)
+    slowest = std::max(slowest, control()->ranks[j].probe_ns.load(std::memory_order_relaxed));
+  probe_ns_[2] = probe_ns_[1];
+  probe_ns_[1] = probe_ns_[0];
+  probe_ns_[0] = static_cast<double>(slowest);
+  double barrier_ns = probe_ns_[0];
+  for (uint64_t k = 1; k < std::min<uint64_t>(probes_seen_, 3); ++k)
+    barrier_ns = std::min(barrier_ns, probe_ns_[k]);
+  if (work_bytes_ > 0) work_ns_per_byte_ = work_ns_ / work_bytes_;
+  work_ns_ = work_bytes_ = 0;
+  if (work_ns_per_byte_ <= 0) return;
+  size_t want = step_rule_ ? step_rule_(barrier_ns, work_ns_per_byte_)
+                           : staged_step(chunk_, staging_bytes_, barrier_ns, work_ns_per_byte_);
+  want = std::min(staging_bytes_, std::max(chunk_, round_up(want, kPage)));
+  if (want > backed_step_ && !backing_failed_) {
+    try {
+      for (int j = 0; j < n_; ++j)
+        for (int b = 0; b < 2; ++b)
+          seg_.back(offset_of(staging(j, b)) + backed_step_, want - backed_step_);
+      backed_step_ = want;
+    } catch (const SystemError&) {
+      backing_failed_ = true;
+    }
+  }
+  want = std::min(want, backed_step_);
+  if (want != control()->step_bytes.load(std::memory_order_relaxed))
+    control()->step_bytes.store(want, std::memory_order_relaxed);
+}
+
+// Local rank 0: a staged allreduce's time outside waits, for decide_step.
+void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_point t0,
+                              uint64_t wait0) {
+  const double all = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  const double waited = static_cast<double>(sync_->stats().wait_ns - wait0);
+  work_ns_ += std::max(0.0, all - waited);
+  work_bytes_ += static_cast<double>(bytes);
 }
 
 bool ShmGroup::direct_pays(size_t bytes) const {
@@ -550,13 +662,12 @@ void ShmGroup::reduce_from_source(const InputSource& source, size_t from, size_t
 // (the same parts, so that a cross-node hook pairs the same parts on every
 // node whichever path a node takes), and they keep the copy-out reading
 // what the owner just wrote while it is still in cache.
-void ShmGroup::allreduce_in_arena(char* buf, size_t count, const Reduction& r,
+void ShmGroup::allreduce_in_arena(char* buf, size_t count, size_t step_elems, const Reduction& r,
                                   const PartHook& hook, const ResultSink* sink, int parity) {
   const size_t es = dtype_size(r.dtype);
   // In place: the copy-out rewrites lines a peer read in this step, so
   // normal stores (stream_results; in a cross-core variant of the probe
   // non-temporal stores were no cheaper either: 16 MiB 0.59 against 0.55 ms).
-  const size_t step_elems = chunk_ / es;
   Reduction stage = r;
   if (hook) stage.finalize = false;
   const void* in[kMaxLocalRanks];

@@ -5,11 +5,14 @@
 //
 // Segment layout (offsets from the base, every region page aligned):
 //   control block                    (control.h)
-//   staging[r][0..1]   chunk bytes    per local rank, double-buffered
+//   staging[r][0..1]   staging bytes  per local rank, double-buffered
 //   arena[r]           arena bytes    per local rank, Communicator::allocate_shared
+// A staging buffer has room for the largest step of the staged allreduce
+// (max(chunk, max chunk)) but only chunk bytes of it are backed by memory at
+// setup; the rest when the node first takes larger steps.
 //
 // Every collective is a pipeline of steps over chunks of at most chunk_bytes
-// per rank. A step writes into this rank's staging buffer of parity
+// per rank (the staged allreduce: of the node's current step, decide_step). A step writes into this rank's staging buffer of parity
 // (step & 1), passes a barrier, then reads peers' buffers of that parity.
 // Because the step counter is global to the group and every step starts with
 // a barrier, a buffer is only rewritten two steps later, after every reader
@@ -39,14 +42,33 @@ namespace tandem {
 // kDirect needs single copy to work on the node, else it stages).
 enum class ShmAllreducePath { kAuto, kStaged, kDirect };
 
+// The staged allreduce's step from what a barrier costs: the smallest
+// power-of-two multiple of `base`, at most `most`, at which a step's two
+// barriers (barrier_ns each) cost at most an eighth of the step's own work
+// (work_ns_per_byte per byte per rank). Cheap barriers (ranks spinning on
+// CPUs of their own: well under a microsecond) keep `base`, whose steps stay
+// in cache; barriers that hand the CPU to other work for a scheduler slice
+// each (more ranks than CPUs, beside busy threads) take few large steps.
+size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_per_byte);
+
 struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = size_t{256} << 10;
+  // The staged allreduce's largest step (TANDEM_SHM_MAX_CHUNK_BYTES): 4 MiB
+  // got ahead of Open MPI with 4 ranks on 2 cores beside busy loops
+  // (docs/engine.md "Beside busy loops"). At most chunk_bytes: fixed steps.
+  size_t max_chunk_bytes = size_t{4} << 20;
   size_t arena_bytes = size_t{64} << 20;
   int spin_us = 50;
   bool stats = false;  // TANDEM_SHM_STATS
   bool cma = true;     // TANDEM_SHM_CMA: single-copy access to peers' buffers when it works
   ShmAllreducePath allreduce_path = ShmAllreducePath::kAuto;  // tests only
+  // Tests only: how often (in staged allreduces of at least four base
+  // steps) every rank times one extra barrier for decide_step, and what
+  // local rank 0 makes of it instead of staged_step (the others take the
+  // step it publishes, so only its rule matters).
+  int probe_every = 8;
+  std::function<size_t(double barrier_ns, double work_ns_per_byte)> step_rule;
 };
 
 class ShmGroup {
@@ -59,6 +81,9 @@ class ShmGroup {
   int local_rank() const { return me_; }
   int local_size() const { return n_; }
   size_t chunk_bytes() const { return chunk_; }
+  // The step per rank the next staged allreduce without a part hook takes
+  // (the same on every local rank between collectives).
+  size_t staged_step_bytes() const;
   // Whether this node reads and writes peers' private buffers directly
   // (shm/peer_memory.h); the same on every local rank.
   bool single_copy() const { return cma_; }
@@ -131,8 +156,15 @@ class ShmGroup {
     return in_arena(p, bytes) ? offset_of(p) : kNotInSegment;
   }
   [[noreturn]] void cma_failed(const char* what, int k, int err, const char* verb);
-  void allreduce_in_arena(char* buf, size_t count, const Reduction& r, const PartHook& hook,
-                          const ResultSink* sink, int parity);
+  void allreduce_in_arena(char* buf, size_t count, size_t step_elems, const Reduction& r,
+                          const PartHook& hook, const ResultSink* sink, int parity);
+  // The staged allreduce's step choice: every rank times a barrier now and
+  // then (probe_barrier), local rank 0 turns the slowest rank's times and
+  // its own work per byte into the next step (decide_step).
+  void probe_barrier();
+  void decide_step();
+  void account_staged(size_t bytes, std::chrono::steady_clock::time_point t0, uint64_t wait0);
+  size_t arena_base() const { return control_bytes_ + static_cast<size_t>(n_) * 2 * staging_bytes_; }
   // Reduces bytes [from, to) of the input into out: this rank's input from
   // the source, peer j's from in[j] (which points at byte `from`).
   void reduce_from_source(const InputSource& source, size_t from, size_t to, char* out,
@@ -145,6 +177,7 @@ class ShmGroup {
   int me_ = 0;
   int n_ = 1;
   size_t chunk_ = 0;
+  size_t staging_bytes_ = 0;  // room per staging buffer: the largest step
   size_t arena_ = 0;
   size_t control_bytes_ = 0;
   SharedSegment seg_;
@@ -160,11 +193,28 @@ class ShmGroup {
   };
   std::unique_ptr<char, FreeDeleter> scratch_;
 
+  // The staged allreduce's step (see staged_step). Every rank counts the
+  // staged allreduces without a hook alike, so all time the same barriers.
+  bool adaptive_step_ = true;
+  int probe_every_ = 8;
+  std::function<size_t(double, double)> step_rule_;
+  uint64_t staged_calls_ = 0;
+  uint64_t probes_ = 0;
+  size_t last_step_ = 0;   // for TANDEM_SHM_STATS
+  // Local rank 0 only.
+  size_t backed_step_ = 0;     // bytes of every staging buffer backed by memory
+  bool backing_failed_ = false;
+  uint64_t probes_seen_ = 0;   // probes whose results decide_step has read
+  double probe_ns_[3] = {0, 0, 0};  // the node's last probes (slowest rank each)
+  double work_ns_ = 0, work_bytes_ = 0;  // staged work outside waits since the last decision
+  double work_ns_per_byte_ = 0;
+
   // TANDEM_SHM_STATS: node-local collectives, their time and the context
   // switches of the calling thread during them (getrusage per call).
   // Kept per power-of-two size class of the collective.
   struct OpStats {
     uint64_t ops = 0, ns = 0, cpu_ns = 0, bytes = 0;
+    uint64_t step = 0;  // the staged allreduce's step in the last such call
     int64_t nvcsw = 0, nivcsw = 0;
     WaitStats waits;
   };

@@ -8,6 +8,10 @@ size_t shm_chunk_bytes_from_environment() {
   return static_cast<size_t>(env_int(kShmChunkVariable, 256 << 10, 4096, 64 << 20));
 }
 
+size_t shm_max_chunk_bytes_from_environment() {
+  return static_cast<size_t>(env_int(kShmMaxChunkVariable, 4 << 20, 4096, 64 << 20));
+}
+
 size_t shm_arena_bytes_from_environment() {
   return static_cast<size_t>(env_int(kShmArenaVariable, 64 << 20, 0, int64_t{64} << 30));
 }

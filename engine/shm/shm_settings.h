@@ -13,6 +13,14 @@ namespace tandem {
 constexpr const char* kShmChunkVariable = "TANDEM_SHM_CHUNK_BYTES";
 size_t shm_chunk_bytes_from_environment();
 
+// TANDEM_SHM_MAX_CHUNK_BYTES (default 4194304, 4096..67108864): the largest
+// step per local rank the staged allreduce takes when barriers are dear
+// (ShmGroup::decide_step); at or below TANDEM_SHM_CHUNK_BYTES every step is
+// TANDEM_SHM_CHUNK_BYTES. Bounds the shared memory a node may back for
+// staging: 2 x this per local rank.
+constexpr const char* kShmMaxChunkVariable = "TANDEM_SHM_MAX_CHUNK_BYTES";
+size_t shm_max_chunk_bytes_from_environment();
+
 // TANDEM_SHM_ARENA_BYTES (default 67108864, 0..68719476736): bytes per local
 // rank of the segment reserved for tandem_alloc_shared buffers; backed by
 // memory only when allocated.

@@ -23,6 +23,7 @@ inline CommunicatorOptions small_options() {
   CommunicatorOptions o;
   o.timeout = std::chrono::seconds(30);
   o.shm_chunk_bytes = 4096;  // many pipeline steps even for small counts
+  o.shm_max_chunk_bytes = 4096;  // and always: the changing step has its own test (test_staged_step)
   o.shm_arena_bytes = 1 << 20;
   return o;
 }

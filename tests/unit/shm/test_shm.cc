@@ -251,6 +251,8 @@ TEST(Settings, StrictParsing) {
       {"TANDEM_SHM_CHUNK_BYTES", "1024", false},  {"TANDEM_SHM_CHUNK_BYTES", "8192", true},
       {"TANDEM_SHM_ARENA_BYTES", "-5", false},    {"TANDEM_SHM_ARENA_BYTES", "0", true},
       {"TANDEM_SHM_SPIN_US", "20us", false},      {"TANDEM_SHM_SPIN_US", "0", true},
+      {"TANDEM_SHM_MAX_CHUNK_BYTES", "4M", false}, {"TANDEM_SHM_MAX_CHUNK_BYTES", "100", false},
+      {"TANDEM_SHM_MAX_CHUNK_BYTES", "8192", true},
   };
   for (const auto& c : cases) {
     setenv(c.var, c.value, 1);
@@ -266,12 +268,16 @@ TEST(Settings, StrictParsing) {
     }
     unsetenv(c.var);
   }
+  EXPECT_EQ(CommunicatorOptions::from_environment().shm_max_chunk_bytes, 4u << 20);
   setenv("TANDEM_SHM_CHUNK_BYTES", "8192", 1);
+  setenv("TANDEM_SHM_MAX_CHUNK_BYTES", "65536", 1);
   setenv("TANDEM_TIMEOUT", "0.25", 1);
   const auto o = CommunicatorOptions::from_environment();
   EXPECT_EQ(o.shm_chunk_bytes, 8192u);
+  EXPECT_EQ(o.shm_max_chunk_bytes, 65536u);
   EXPECT_EQ(o.timeout.count(), 250);
   unsetenv("TANDEM_SHM_CHUNK_BYTES");
+  unsetenv("TANDEM_SHM_MAX_CHUNK_BYTES");
   unsetenv("TANDEM_TIMEOUT");
 }
 
