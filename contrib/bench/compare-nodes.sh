@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # NODES ranks on NODES nodes of the local Slurm cluster (network namespaces
 # joined by a bridge: docs/cluster.md), one rank per node, float32 sum
-# allreduce over TCP, side by side in one run, every tool launched by srun:
+# allreduce over TCP, out of place and in place (send == recv; Open MPI
+# MPI_IN_PLACE) on both sides, side by side in one run, every tool launched
+# by srun:
 #   tandem-bench       srun --horovod=on (PMIx bootstrap, TANDEM_TCP_IFNAME from the plugin)
 #   Open MPI 4.1       srun --mpi=pmix (Open MPI as a PMIx client of slurmstepd),
 #                      pml ob1, btl tcp,self on the node's bridge-side interface,
@@ -14,10 +16,15 @@
 #   contrib/bench/compare-nodes.sh [BUILD_DIR]              (default: build)
 #   REPEAT=3 SIZES="-b 16 -e 256M -f 4" contrib/bench/compare-nodes.sh
 #   NODES=8 GLOO=0 SIZES="-b 8 -e 64M -f 8" contrib/bench/compare-nodes.sh
-# With REPEAT=n the tools run n times, interleaved: a table per run (with
-# the load average and the steal time of the run beside it), then one of
-# each size's best run (the machine is shared; see docs/engine.md).
-# GLOO=0 leaves gloo out, SHARED=1 adds tandem-bench -s -i (send buffers in
+# With REPEAT=n the tools run n times, interleaved: per run an out-of-place
+# and an in-place table (with the load average and the steal time of the
+# run beside it), then the same of each size's best run (the machine is
+# shared; see docs/engine.md). Ratios are Tandem's busbw over Open MPI's in
+# the same mode ("vs mpi"); the in-place table adds "vs any" (Open MPI's
+# better mode) and "in/out" (Tandem's own out-of-place run); under each
+# table, the sizes where a ratio is below 1.0. MODES="in" or "out" measures
+# one mode only.
+# GLOO=1 adds gloo (in place), SHARED=1 adds tandem-bench -s -i (send buffers in
 # the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
 # gives every tool n timed calls per size (default: each tool's own, by
 # size; Open MPI's ranks poll without end, and with more ranks than cores a
@@ -32,7 +39,8 @@ sweep=${SIZES:--b 16 -e 256M -f 4}
 latency=${LATENCY:--b 8 -e 8}
 repeat=${REPEAT:-1}
 nodes=${NODES:-2}
-gloo=${GLOO:-1}
+modes=${MODES:-out in}
+gloo=${GLOO:-0}
 shared=${SHARED:-0}
 link=${LINK:-1}
 iters=()
@@ -87,17 +95,20 @@ for i in $(seq "$repeat"); do
     srun --immediate=30 -N 2 -n 2 --ntasks-per-node=1 --horovod=on "$tcpbw" 256 >> "$run/link.txt"
   fi
   for sizes in "$latency" "$sweep"; do
-    # shellcheck disable=SC2086
-    "${srunn[@]}" --horovod=on "$bench" $sizes "${iters[@]}" >> "$run/tandem.txt" ||
-      echo "compare-nodes.sh: tandem-bench failed or ran out of time ($sizes)" >&2
+    for mode in $modes; do
+      flag=(); [ "$mode" = in ] && flag=(-i)
+      # shellcheck disable=SC2086
+      "${srunn[@]}" --horovod=on "$bench" "${flag[@]}" $sizes "${iters[@]}" >> "$run/tandem-$mode.txt" ||
+        echo "compare-nodes.sh: tandem-bench ${flag[*]} failed or ran out of time ($sizes)" >&2
+      # shellcheck disable=SC2086
+      OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$ifname \
+        "${srunn[@]}" --mpi=pmix "$mpibench" "${flag[@]}" $sizes "${iters[@]}" >> "$run/mpi-$mode.txt" ||
+        echo "compare-nodes.sh: mpi-allreduce-bench ${flag[*]} failed or ran out of time ($sizes)" >&2
+    done
     if [ "$shared" = 1 ]; then
       # shellcheck disable=SC2086
       TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "${srunn[@]}" --horovod=on "$bench" -s -i $sizes "${iters[@]}" >> "$run/tandem-shared.txt"
     fi
-    # shellcheck disable=SC2086
-    OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$ifname \
-      "${srunn[@]}" --mpi=pmix "$mpibench" $sizes "${iters[@]}" >> "$run/mpi.txt" ||
-      echo "compare-nodes.sh: mpi-allreduce-bench failed or ran out of time ($sizes)" >&2
     if [ "$gloo" = 1 ]; then
       # shellcheck disable=SC2086
       MASTER_ADDR=$node1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=$ifname \
@@ -108,36 +119,49 @@ for i in $(seq "$repeat"); do
   echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, steal $(steal) of CPU time during the run" >> "$run/conditions"
 done
 
-table() {  # table TITLE FILE_PREFIX...: one table over the runs given
+# tables TITLE RUN_DIR...: the out-of-place and the in-place table over the
+# runs given (each size's best run per tool).
+tables() {
   local title=$1; shift
-  local cols=() ratios=(--ratio "vs mpi=tandem:mpi tcp")
-  local f
-  for label in tandem tandem-shared mpi gloo; do
+  local label d
+  for label in tandem-out tandem-in tandem-shared mpi-out mpi-in gloo; do
     local files=()
     for d in "$@"; do [ -s "$d/$label.txt" ] && files+=("$d/$label.txt"); done
-    [ ${#files[@]} -gt 0 ] || continue
-    cat "${files[@]}" > "$out/$label.all"
-    case $label in
-      tandem) cols+=(--col "tandem=$out/$label.all") ;;
-      tandem-shared) cols+=(--col "tandem -s=$out/$label.all")
-                     ratios+=(--ratio "-s vs mpi=tandem -s:mpi tcp") ;;
-      mpi) cols+=(--col "mpi tcp=$out/$label.all") ;;
-      gloo) cols+=(--col "gloo=$out/$label.all"); ratios+=(--ratio "vs gloo=tandem:gloo") ;;
-    esac
+    rm -f "$out/$label.all"
+    [ ${#files[@]} -gt 0 ] && cat "${files[@]}" > "$out/$label.all"
   done
-  /usr/bin/python3 "$root/contrib/bench/compare_table.py" --title "$title" "${cols[@]}" "${ratios[@]}"
+  if [ -s "$out/tandem-out.all" ] || [ -s "$out/mpi-out.all" ]; then
+    /usr/bin/python3 "$root/contrib/bench/compare_table.py" --title "$title, OUT OF PLACE (both sides)" \
+      --col "tandem=$out/tandem-out.all" --col "mpi tcp=$out/mpi-out.all" --ratio "vs mpi=tandem:mpi tcp"
+  fi
+  if [ -s "$out/tandem-in.all" ] || [ -s "$out/mpi-in.all" ] || [ -s "$out/tandem-shared.all" ]; then
+    local cols=(--col "tandem -i=$out/tandem-in.all" --col "mpi tcp -i=$out/mpi-in.all")
+    local ratios=(--ratio "vs mpi=tandem -i:mpi tcp -i")
+    if [ -s "$out/mpi-out.all" ]; then
+      cols+=(--ref "mpi tcp=$out/mpi-out.all" --ref "tandem=$out/tandem-out.all")
+      ratios+=(--ratio "vs any=tandem -i:mpi tcp -i,mpi tcp" --ratio "in/out=tandem -i:tandem")
+    fi
+    if [ -s "$out/tandem-shared.all" ]; then
+      cols+=(--col "tandem -s -i=$out/tandem-shared.all"); ratios+=(--ratio "-s vs mpi=tandem -s -i:mpi tcp -i")
+    fi
+    if [ -s "$out/gloo.all" ]; then
+      cols+=(--col "gloo=$out/gloo.all"); ratios+=(--ratio "vs gloo=tandem -i:gloo")
+    fi
+    /usr/bin/python3 "$root/contrib/bench/compare_table.py" --title "$title, IN PLACE (both sides)" \
+      "${cols[@]}" "${ratios[@]}"
+  fi
 }
 
 what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
 for i in $(seq "$repeat"); do
   echo
   echo "run $i of $repeat: $(paste -sd';' "$out/run$i/conditions" | sed 's/;/; /')"
-  table "$what" "$out/run$i"
+  tables "$what" "$out/run$i"
 done
 if [ "$repeat" -gt 1 ]; then
   echo
   echo "best of $repeat runs per tool and size:"
-  table "$what" "$out"/run*
+  tables "$what" "$out"/run*
 fi
 if [ "$link" = 1 ]; then
   echo

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# One run, side by side, float32 sum allreduce on this host: tandem-bench
-# (private buffers, and shared-segment buffers in place), Open MPI 4.1's
-# MPI_Allreduce over shared memory (vader with CMA single-copy, and without
-# single-copy), and torch.distributed gloo; with 2 and with 4 ranks. Prints
-# one table per rank count: time per call for each, and tandem's busbw over
-# the best Open MPI setting's, with the machine's load average and steal
-# time while that table was measured. With REPEAT=n every tool runs n times
-# and each size shows its best run (the machine is shared; see
-# docs/engine.md).
+# One run, side by side, float32 sum allreduce on this host, out of place
+# and in place (send == recv: MPI_IN_PLACE, Horovod's fusion buffer, DDP's
+# buckets): tandem-bench under tandem-run against Open MPI 4.1's
+# MPI_Allreduce over shared memory (vader with CMA single-copy, and
+# without single-copy), each side in the same mode; optionally tandem-bench
+# on shared-segment buffers (SHARED=1: -s -i) and torch.distributed gloo
+# (GLOO=1, in place as torch's all_reduce is); with 2 and with 4 ranks.
+# Prints, per rank count, an out-of-place table and an in-place table: time
+# per call of each tool and Tandem's busbw over
+#   vs mpi   the better Open MPI setting in the same mode (like with like);
+#   vs any   (in place) the best Open MPI setting in either mode;
+#   in/out   (in place) Tandem's own out-of-place run;
+# with the machine's load average and steal time while it was measured, and
+# under each table the sizes where a ratio is below 1.0. With REPEAT=n every
+# tool runs n times and each size shows its best run (the machine is shared;
+# see docs/engine.md). MODES="in" or MODES="out" measures one mode only.
 #
 # Ranks are bound to CPUs as a job's are (tandem-run --bind plans as srun
 # --horovod=on does; mpirun --bind-to core, 2 ranks per core at 4 ranks);
-# BIND=0 runs both unbound. gloo is never bound; GLOO=0 leaves it out.
+# BIND=0 runs both unbound. gloo is never bound.
 #
 #   contrib/bench/compare.sh [BUILD_DIR]       (default: build)
 #   SIZES="-b 16 -e 256M -f 4" LATENCY="-b 8 -e 8" NPS="2 4" REPEAT=1 contrib/bench/compare.sh
@@ -24,8 +31,10 @@ sweep=${SIZES:--b 16 -e 256M -f 4}
 latency=${LATENCY:--b 8 -e 8}
 repeat=${REPEAT:-1}  # runs per tool; the table keeps each size's best (lowest) time
 nps=${NPS:-2 4}
+modes=${MODES:-out in}
 bind=${BIND:-1}
-gloo=${GLOO:-1}
+gloo=${GLOO:-0}
+shared=${SHARED:-0}
 out=$(mktemp -d /tmp/tandem-compare.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
@@ -33,26 +42,36 @@ bench=$build/tools/tandem-bench
 run=$build/tools/tandem-run
 mpibench=$build/tools/mpi-allreduce-bench
 [ -x "$bench" ] && [ -x "$run" ] || { echo "compare.sh: build $build first (ninja -C $build)" >&2; exit 2; }
+[ -x "$mpibench" ] || { echo "compare.sh: $mpibench missing (Open MPI's mpicc at build time)" >&2; exit 2; }
 # shellcheck source=contrib/bench/machine_state.sh
 . "$root/contrib/bench/machine_state.sh"
 
 if [ "$bind" = 1 ]; then run_bind=(--bind); mpi_bind=core:overload-allowed
 else run_bind=(); mpi_bind=none; fi
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to "$mpi_bind" --mca pml ob1 --mca btl self,vader)
+flag() { [ "$1" = in ] && echo -i || true; }
 
 for np in $nps; do
   echo "== $np ranks" >&2
   state_begin
   for _ in $(seq "$repeat"); do for sizes in "$latency" "$sweep"; do
-    # shellcheck disable=SC2086
-    "$run" -np "$np" "${run_bind[@]}" "$bench" $sizes >> "$out/tandem-$np.txt"
-    # shellcheck disable=SC2086
-    TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "$run" -np "$np" "${run_bind[@]}" "$bench" -s -i $sizes >> "$out/tandem-shared-$np.txt"
-    if [ -x "$mpibench" ]; then
+    # Each tool in both modes back to back, so that a mode's pair shares
+    # the machine's conditions.
+    for mode in $modes; do
       # shellcheck disable=SC2086
-      "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism cma "$mpibench" $sizes >> "$out/mpi-cma-$np.txt"
+      "$run" -np "$np" "${run_bind[@]}" "$bench" $(flag "$mode") $sizes >> "$out/tandem-$mode-$np.txt"
+    done
+    for mode in $modes; do
       # shellcheck disable=SC2086
-      "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism none "$mpibench" $sizes >> "$out/mpi-copy-$np.txt"
+      "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism cma "$mpibench" $(flag "$mode") $sizes >> "$out/mpi-cma-$mode-$np.txt"
+    done
+    for mode in $modes; do
+      # shellcheck disable=SC2086
+      "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism none "$mpibench" $(flag "$mode") $sizes >> "$out/mpi-copy-$mode-$np.txt"
+    done
+    if [ "$shared" = 1 ]; then
+      # shellcheck disable=SC2086
+      TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "$run" -np "$np" "${run_bind[@]}" "$bench" -s -i $sizes >> "$out/tandem-shared-$np.txt"
     fi
     if [ "$gloo" = 1 ]; then
       # shellcheck disable=SC2086
@@ -62,11 +81,32 @@ for np in $nps; do
   state_end > "$out/state-$np.txt"
 done
 
+note() { echo "$(cat "$out/state-$1.txt"); binding: $([ "$bind" = 1 ] && echo "tandem-run --bind, mpirun --bind-to $mpi_bind" || echo none); best of $repeat"; }
 for np in $nps; do
-  /usr/bin/python3 "$root/contrib/bench/compare_table.py" \
-    --title "float32 sum allreduce, $np ranks, time per call in us (busbw GB/s); ratio = tandem busbw / best Open MPI busbw" \
-    --note "$(cat "$out/state-$np.txt"); binding: $([ "$bind" = 1 ] && echo "tandem-run --bind, mpirun --bind-to $mpi_bind" || echo none); best of $repeat" \
-    --col "tandem=$out/tandem-$np.txt" --col "tandem -s=$out/tandem-shared-$np.txt" \
-    --col "mpi cma=$out/mpi-cma-$np.txt" --col "mpi copy=$out/mpi-copy-$np.txt" --col "gloo=$out/gloo-$np.txt" \
-    --ratio "ratio=tandem:mpi cma,mpi copy" --ratio "ratio-s=tandem -s:mpi cma,mpi copy"
+  if [[ " $modes " == *" out "* ]]; then
+    /usr/bin/python3 "$root/contrib/bench/compare_table.py" \
+      --title "float32 sum allreduce, $np ranks, OUT OF PLACE (send != recv), time per call in us (busbw GB/s)" \
+      --note "$(note "$np")" \
+      --col "tandem=$out/tandem-out-$np.txt" \
+      --col "mpi cma=$out/mpi-cma-out-$np.txt" --col "mpi copy=$out/mpi-copy-out-$np.txt" \
+      --ratio "vs mpi=tandem:mpi cma,mpi copy"
+  fi
+  if [[ " $modes " == *" in "* ]]; then
+    cols=(--col "tandem -i=$out/tandem-in-$np.txt"
+          --col "mpi cma -i=$out/mpi-cma-in-$np.txt" --col "mpi copy -i=$out/mpi-copy-in-$np.txt")
+    ratios=(--ratio "vs mpi=tandem -i:mpi cma -i,mpi copy -i")
+    refs=()
+    if [[ " $modes " == *" out "* ]]; then
+      refs=(--ref "tandem=$out/tandem-out-$np.txt"
+            --ref "mpi cma=$out/mpi-cma-out-$np.txt" --ref "mpi copy=$out/mpi-copy-out-$np.txt")
+      ratios+=(--ratio "vs any=tandem -i:mpi cma -i,mpi copy -i,mpi cma,mpi copy"
+               --ratio "in/out=tandem -i:tandem")
+    fi
+    [ "$shared" = 1 ] && { cols+=(--col "tandem -s -i=$out/tandem-shared-$np.txt")
+                           ratios+=(--ratio "-s vs mpi=tandem -s -i:mpi cma -i,mpi copy -i"); }
+    [ "$gloo" = 1 ] && cols+=(--col "gloo=$out/gloo-$np.txt")
+    /usr/bin/python3 "$root/contrib/bench/compare_table.py" \
+      --title "float32 sum allreduce, $np ranks, IN PLACE (send == recv), time per call in us (busbw GB/s)" \
+      --note "$(note "$np")" "${cols[@]}" "${refs[@]}" "${ratios[@]}"
+  fi
 done

@@ -11,6 +11,11 @@ run shows as BAD and is never hidden by a better run.
 
   compare_table.py --title T --col "tandem=DIR/tandem.txt" --col "mpi=DIR/mpi.txt" \\
                    --ratio "ratio=tandem:mpi,gloo"
+
+--ref LABEL=FILE loads a tool that ratios may name without printing its
+column (the in-place table compares against the out-of-place runs too).
+After the table, one line per ratio names the sizes where it is below 1.0
+("below 1.0x: none" when there are none).
 """
 import argparse
 import os
@@ -44,21 +49,23 @@ def main():
     p.add_argument("--title", required=True)
     p.add_argument("--note", action="append", default=[], help="a line printed under the title")
     p.add_argument("--col", action="append", required=True, help="LABEL=FILE")
+    p.add_argument("--ref", action="append", default=[], help="LABEL=FILE, not printed")
     p.add_argument("--ratio", action="append", default=[], help="NAME=TOOL:REF[,REF...]")
     a = p.parse_args()
     cols = [c.split("=", 1) for c in a.col]
-    data = {label: load(path) for label, path in cols}
+    data = {label: load(path) for label, path in cols + [r.split("=", 1) for r in a.ref]}
     ratios = []
     for r in a.ratio:
         name, spec = r.split("=", 1)
         tool, refs = spec.split(":", 1)
         ratios.append((name, tool, refs.split(",")))
-    sizes = sorted(set().union(*[d.keys() for d in data.values()]))
+    sizes = sorted(set().union(*[data[label].keys() for label, _ in cols]))
     print(f"\n{a.title}")
     for note in a.note:
         print(note)
     print("%6s" % "size" + "".join("%20s" % label for label, _ in cols) +
           "".join(" %8s" % name for name, _, _ in ratios))
+    below = {name: [] for name, _, _ in ratios}
     for s in sizes:
         cells = ""
         for label, _ in cols:
@@ -67,17 +74,23 @@ def main():
                                if s in d else "-")
         by_time = False
         out = ""
-        for _, tool, refs in ratios:
+        for name, tool, refs in ratios:
             have = [data[ref][s] for ref in refs if s in data.get(ref, {})]
             mine = data.get(tool, {}).get(s)
             if not have or not mine:
                 out += " %8s" % "-"
-            elif mine[1] < 0.01 or max(h[1] for h in have) == 0:
+                continue
+            if mine[1] < 0.01 or max(h[1] for h in have) == 0:
                 by_time = True
-                out += " %8.2f" % (min(h[0] for h in have) / mine[0])
+                ratio = min(h[0] for h in have) / mine[0]
             else:
-                out += " %8.2f" % (mine[1] / max(h[1] for h in have))
+                ratio = mine[1] / max(h[1] for h in have)
+            out += " %8.2f" % ratio
+            if ratio < 1.0:
+                below[name].append(f"{size_name(s)} ({ratio:.2f})")
         print("%6s" % size_name(s) + cells + out + (" (time)" if by_time else ""))
+    for name, _, _ in ratios:
+        print(f"  {name} below 1.0x: " + (" ".join(below[name]) if below[name] else "none"))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 /* The Open MPI side of contrib/bench/compare.sh: MPI_Allreduce (float32,
- * sum, out of place) over the same size sweep as tandem-bench, printing the
- * same columns (time is the slowest rank's mean per iteration; busbw is
- * nccl-tests' 2(n-1)/n * size / time) and checking the result. Options as
- * tandem-bench's: -b, -e, -f sizes; -n, -w iterations (default by size). */
+ * sum) over the same size sweep as tandem-bench, printing the same columns
+ * (time is the slowest rank's mean per iteration; busbw is nccl-tests'
+ * 2(n-1)/n * size / time) and checking the result. Options as
+ * tandem-bench's: -b, -e, -f sizes; -n, -w iterations (default by size);
+ * -i in place (MPI_IN_PLACE, as Horovod reduces its fusion buffer), as
+ * tandem-bench -i: the buffer's values then grow from call to call on both
+ * sides alike. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,20 +23,26 @@ static size_t parse_size(const char* s) {
 int main(int argc, char** argv) {
   size_t min = 8, max = (size_t)256 << 20;
   double factor = 4;
-  int fixed_iters = 0, fixed_warmup = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  int fixed_iters = 0, fixed_warmup = -1, in_place = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "-i")) {
+      in_place = 1;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (!strcmp(argv[i], "-b")) min = parse_size(argv[i + 1]);
     else if (!strcmp(argv[i], "-e")) max = parse_size(argv[i + 1]);
     else if (!strcmp(argv[i], "-f")) factor = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "-n")) fixed_iters = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-w")) fixed_warmup = atoi(argv[i + 1]);
+    ++i;
   }
   MPI_Init(&argc, &argv);
   int n, me;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   if (me == 0) {
-    printf("# mpi-allreduce-bench: %d ranks\n", n);
+    printf("# mpi-allreduce-bench: %d ranks%s\n", n, in_place ? ", in place" : "");
     printf("#%11s %12s %9s %8s %11s %12s %12s %6s\n", "size(B)", "count", "type", "redop", "time(us)",
            "algbw(GB/s)", "busbw(GB/s)", "check");
   }
@@ -53,8 +62,11 @@ int main(int argc, char** argv) {
     const size_t count = (size_t)b / 4, bytes = count * 4;
     float* send = malloc(bytes ? bytes : 4);
     float* recv = malloc(bytes ? bytes : 4);
-    for (size_t i = 0; i < count; ++i) send[i] = (float)(me + 1 + (int)(i % 7));
-    MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    /* In place: recv holds the input and the result (send is unused). */
+    const void* in = in_place ? MPI_IN_PLACE : send;
+    float* fill = in_place ? recv : send;
+    for (size_t i = 0; i < count; ++i) fill[i] = (float)(me + 1 + (int)(i % 7));
+    MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     int ok = 1;
     for (size_t i = 0; i < count; ++i)
       if (recv[i] != (float)(n * (n + 1) / 2 + n * (int)(i % 7))) { ok = 0; break; }
@@ -63,10 +75,10 @@ int main(int argc, char** argv) {
     size_t it = ((size_t)1 << 30) / (bytes ? bytes : 1);
     const int iters = fixed_iters > 0 ? fixed_iters : (int)(it < 5 ? 5 : it > 1000 ? 1000 : it);
     const int warmup = fixed_warmup >= 0 ? fixed_warmup : iters / 10 > 2 ? iters / 10 : 2;
-    for (int i = 0; i < warmup; ++i) MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < warmup; ++i) MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iters; ++i) MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double mine = (MPI_Wtime() - t0) / iters, slowest = mine;
     MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const double algbw = (double)bytes / slowest / 1e9;

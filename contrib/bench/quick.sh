@@ -6,14 +6,18 @@
 # and read the load and steal line under each table (docs/engine.md).
 #
 # One-node section: float32 sum allreduce, tandem-bench (private buffers)
-# against Open MPI 4.1 ob1/vader with CMA single copy and with copy in/out
-# (the ratio is against the better of the two), 2 and 4 ranks, bound as
-# jobs are (tandem-run --bind, mpirun --bind-to core). Sizes 8 B-256 KiB at
-# the default iterations, 1-16 MiB at 30 each; ROUNDS runs per tool
-# (interleaved), each size keeps its best.
+# against Open MPI 4.1 ob1/vader with CMA single copy and with copy in/out,
+# out of place and in place (-i, MPI_IN_PLACE) on both sides, 2 and 4
+# ranks, bound as jobs are (tandem-run --bind, mpirun --bind-to core).
+# Sizes 8 B-256 KiB at the default iterations, 1-16 MiB at 30 each; ROUNDS
+# runs per tool (interleaved), each size keeps its best. Ratios (Tandem's
+# busbw over): vs mpi, the better Open MPI setting in the same mode; in the
+# in-place table also vs any (the best Open MPI setting in either mode) and
+# in/out (Tandem's own out-of-place run); under each table the sizes where
+# a ratio is below 1.0.
 #
 #   contrib/bench/quick.sh [BUILD_DIR]          (default: build)
-#   ROUNDS=2 NPS="2 4" contrib/bench/quick.sh
+#   ROUNDS=2 NPS="2 4" MODES="out in" contrib/bench/quick.sh
 # (A cross-node section, over the local cluster, can follow the one-node
 # one here: see compare-nodes.sh.)
 set -euo pipefail
@@ -21,6 +25,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 rounds=${ROUNDS:-2}
 nps=${NPS:-2 4}
+modes=${MODES:-out in}
 bench=$build/tools/tandem-bench
 run=$build/tools/tandem-run
 mpibench=$build/tools/mpi-allreduce-bench
@@ -36,17 +41,21 @@ start=$(date +%s)
 sweeps=("-b 8 -e 256K -f 8" "-b 1M -e 16M -f 4 -n 30 -w 3")
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to core:overload-allowed --mca pml ob1 --mca btl self,vader)
 
+flag() { [ "$1" = in ] && echo -i || true; }
+
 echo "== one node" >&2
 for np in $nps; do
   state_begin
   for _ in $(seq "$rounds"); do
     for sizes in "${sweeps[@]}"; do
-      # shellcheck disable=SC2086
-      "$run" -np "$np" --bind "$bench" $sizes >> "$out/tandem-$np.txt"
-      # shellcheck disable=SC2086
-      "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism cma "$mpibench" $sizes >> "$out/mpi-cma-$np.txt"
-      # shellcheck disable=SC2086
-      "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism none "$mpibench" $sizes >> "$out/mpi-copy-$np.txt"
+      for mode in $modes; do
+        # shellcheck disable=SC2086
+        "$run" -np "$np" --bind "$bench" $(flag "$mode") $sizes >> "$out/tandem-$mode-$np.txt"
+        # shellcheck disable=SC2086
+        "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism cma "$mpibench" $(flag "$mode") $sizes >> "$out/mpi-cma-$mode-$np.txt"
+        # shellcheck disable=SC2086
+        "${mpi[@]}" -np "$np" --mca btl_vader_single_copy_mechanism none "$mpibench" $(flag "$mode") $sizes >> "$out/mpi-copy-$mode-$np.txt"
+      done
     done
   done
   state_end > "$out/state-$np.txt"
@@ -54,16 +63,21 @@ done
 
 status=0
 for np in $nps; do
-  table=$(/usr/bin/python3 "$root/contrib/bench/compare_table.py" \
-    --title "one node, float32 sum allreduce, $np ranks: time per call in us (busbw GB/s); ratio = tandem / best Open MPI" \
-    --note "$(cat "$out/state-$np.txt"); best of $rounds" \
-    --col "tandem=$out/tandem-$np.txt" --col "mpi cma=$out/mpi-cma-$np.txt" --col "mpi copy=$out/mpi-copy-$np.txt" \
-    --ratio "ratio=tandem:mpi cma,mpi copy")
-  echo "$table"
-  grep -q BAD <<<"$table" && status=1
-  # The sizes where tandem is behind the better Open MPI setting.
-  awk '$1 ~ /^[0-9]+[KMG]?$/ { r = ($NF == "(time)") ? $(NF - 1) : $NF; if (r != "-" && r + 0 < 1.0) behind = behind " " $1 " (" r ")" }
-       END { print "  behind Open MPI at:" (behind == "" ? " none" : behind) }' <<<"$table"
+  for mode in $modes; do
+    t=tandem; [ "$mode" = in ] && t="tandem -i"
+    args=(--col "$t=$out/tandem-$mode-$np.txt" --col "mpi cma=$out/mpi-cma-$mode-$np.txt"
+          --col "mpi copy=$out/mpi-copy-$mode-$np.txt" --ratio "vs mpi=$t:mpi cma,mpi copy")
+    if [ "$mode" = in ] && [[ " $modes " == *" out "* ]]; then
+      args+=(--ref "out=$out/tandem-out-$np.txt" --ref "mpi cma out=$out/mpi-cma-out-$np.txt"
+             --ref "mpi copy out=$out/mpi-copy-out-$np.txt"
+             --ratio "vs any=$t:mpi cma,mpi copy,mpi cma out,mpi copy out" --ratio "in/out=$t:out")
+    fi
+    table=$(/usr/bin/python3 "$root/contrib/bench/compare_table.py" \
+      --title "one node, float32 sum allreduce, $np ranks, $([ "$mode" = in ] && echo "IN PLACE (both sides)" || echo "OUT OF PLACE (both sides)"): time per call in us (busbw GB/s)" \
+      --note "$(cat "$out/state-$np.txt"); best of $rounds" "${args[@]}")
+    echo "$table"
+    grep -q BAD <<<"$table" && status=1
+  done
 done
 echo "quick.sh: $(($(date +%s) - start)) s"
 exit $status
