@@ -61,9 +61,10 @@ class AllreduceSweep : public ::testing::TestWithParam<Layout> {};
 TEST_P(AllreduceSweep, EveryTypeOpAndSmallCount) {
   const Layout l = GetParam();
   run_layout(l, [](Communicator& c) {
-    for (auto t : kTypes)
-      for (auto op : kOps)
-        for (size_t count : {0, 1, 7, 1023}) check_case(c, t, op, count, count == 7);
+    for (bool in_place : {false, true})
+      for (auto t : kTypes)
+        for (auto op : kOps)
+          for (size_t count : {0, 1, 7, 1023}) check_case(c, t, op, count, in_place);
   });
 }
 
@@ -72,8 +73,10 @@ TEST_P(AllreduceSweep, LargeCountEveryType) {
   CommunicatorOptions o = small_options();
   o.shm_chunk_bytes = 256 << 10;
   run_layout(l, [](Communicator& c) {
-    for (auto t : kTypes) check_case(c, t, TANDEM_SUM, 1 << 20, false);
-    for (auto op : kOps) check_case(c, TANDEM_FLOAT32, op, 1 << 20, true);
+    for (bool in_place : {false, true}) {
+      for (auto t : kTypes) check_case(c, t, TANDEM_SUM, 1 << 20, in_place);
+      for (auto op : kOps) check_case(c, TANDEM_FLOAT32, op, 1 << 20, in_place);
+    }
   }, o);
 }
 
@@ -303,10 +306,11 @@ class AllreducePaths : public ::testing::TestWithParam<PathCase> {};
 TEST_P(AllreducePaths, EveryTypeOpAndOddCount) {
   const PathCase pc = GetParam();
   run_layout(pc.layout, [](Communicator& c) {
-    for (auto t : kTypes)
-      for (auto op : kOps)
-        for (size_t count : {size_t{0}, size_t{1}, size_t{1023}, size_t{5003}, size_t{70001}})
-          check_case(c, t, op, count, count == 5003);
+    for (bool in_place : {false, true})
+      for (auto t : kTypes)
+        for (auto op : kOps)
+          for (size_t count : {size_t{0}, size_t{1}, size_t{1023}, size_t{5003}, size_t{70001}})
+            check_case(c, t, op, count, in_place);
   }, path_options(pc));
 }
 
@@ -315,9 +319,11 @@ TEST_P(AllreducePaths, EveryTypeOpAndOddCount) {
 TEST_P(AllreducePaths, LargeCount) {
   const PathCase pc = GetParam();
   run_layout(pc.layout, [](Communicator& c) {
-    check_case(c, TANDEM_FLOAT32, TANDEM_SUM, (size_t{1} << 21) + 3, false);
-    check_case(c, TANDEM_FLOAT64, TANDEM_AVERAGE, (size_t{1} << 20) + 1, true);
-    check_case(c, TANDEM_INT8, TANDEM_MAX, 300007, false);
+    for (bool in_place : {false, true}) {
+      check_case(c, TANDEM_FLOAT32, TANDEM_SUM, (size_t{1} << 21) + 3, in_place);
+      check_case(c, TANDEM_FLOAT64, TANDEM_AVERAGE, (size_t{1} << 20) + 1, !in_place);
+      check_case(c, TANDEM_INT8, TANDEM_MAX, 300007, in_place);
+    }
   }, path_options(pc, 256 << 10));
 }
 

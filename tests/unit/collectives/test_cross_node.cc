@@ -109,17 +109,18 @@ void expect_same_everywhere(const Results& results, int n) {
 
 TEST_P(CrossNodeSweep, EveryTypeOpAndCount) {
   const int n = GetParam();
-  Results results(4 * 4 * 9 * 5, std::vector<std::vector<uint8_t>>(n));
+  Results results(2 * 4 * 4 * 9 * 5, std::vector<std::vector<uint8_t>>(n));
   run_group(n, [&](Transport& t) {
     size_t c = 0;
-    for (Algo a : kAlgos)
-      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}})
-        for (auto type : kTypes)
-          for (auto op : kOps) {
-            auto& slot = results[c++];
-            if (type == TANDEM_BOOL && op == TANDEM_AVERAGE) continue;
-            check_values(t, a, type, op, count, count == 7, slot);
-          }
+    for (bool in_place : {false, true})
+      for (Algo a : kAlgos)
+        for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}})
+          for (auto type : kTypes)
+            for (auto op : kOps) {
+              auto& slot = results[c++];
+              if (type == TANDEM_BOOL && op == TANDEM_AVERAGE) continue;
+              check_values(t, a, type, op, count, in_place, slot);
+            }
   });
   expect_same_everywhere(results, n);
 }
@@ -128,13 +129,14 @@ TEST_P(CrossNodeSweep, EveryTypeOpAndCount) {
 TEST_P(CrossNodeSweep, LargeCountSeveralPieces) {
   const int n = GetParam();
   const size_t count = (size_t{3} << 20) / 4 + 5;  // 3 MiB + 20 B of float32
-  Results results(4 * 3, std::vector<std::vector<uint8_t>>(n));
+  Results results(2 * 4 * 3, std::vector<std::vector<uint8_t>>(n));
   run_group(n, [&](Transport& t) {
     size_t c = 0;
-    for (Algo a : kAlgos)
-      for (auto type : {TANDEM_FLOAT32, TANDEM_INT8, TANDEM_FLOAT16})
-        check_values(t, a, type, TANDEM_SUM, type == TANDEM_FLOAT32 ? count : count * 2 + 1,
-                     type == TANDEM_INT8, results[c++]);
+    for (bool in_place : {false, true})
+      for (Algo a : kAlgos)
+        for (auto type : {TANDEM_FLOAT32, TANDEM_INT8, TANDEM_FLOAT16})
+          check_values(t, a, type, TANDEM_SUM, type == TANDEM_FLOAT32 ? count : count * 2 + 1,
+                       in_place, results[c++]);
   });
   expect_same_everywhere(results, n);
 }

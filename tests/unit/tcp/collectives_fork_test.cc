@@ -53,11 +53,13 @@ void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>
     const std::string name = algorithm_name(a);
     for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, (size_t{1} << 19) + 3}) {
       for (auto [type, op] : {std::pair{TANDEM_INT32, TANDEM_SUM}, std::pair{TANDEM_FLOAT16, TANDEM_AVERAGE},
-                              std::pair{TANDEM_FLOAT64, TANDEM_MAX}, std::pair{TANDEM_INT8, TANDEM_PRODUCT}}) {
+                              std::pair{TANDEM_FLOAT64, TANDEM_MAX}, std::pair{TANDEM_INT8, TANDEM_PRODUCT}})
+        for (bool in_place : {false, true}) {
         const size_t es = dtype_size(type);
         const double pre = testing::floating(type) ? 0.5 : 1.0, post = testing::floating(type) ? 4.0 : 1.0;
-        std::vector<uint8_t> send(count * es), out(count * es);
+        std::vector<uint8_t> send(count * es), recv(count * es);
         for (size_t i = 0; i < count; ++i) testing::put(type, send.data(), i, testing::input_value(type, op, rank, i));
+        std::vector<uint8_t>& out = in_place ? send : recv;
         allreduce(*t, send.data(), out.data(), count, Reduction{type, op, pre, true, post, n}, a);
         uint8_t want[27][8] = {};
         for (size_t key = 0; key < 27; ++key)
@@ -69,7 +71,7 @@ void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>
         for (size_t i = 0; i < count; ++i)
           if (std::memcmp(out.data() + i * es, want[testing::pattern_key(i)], es) != 0) {
             say("bad " + name + " " + dtype_name(type) + " " + op_name(op) + " count " +
-                std::to_string(count) + " element " + std::to_string(i));
+                std::to_string(count) + (in_place ? " in place" : "") + " element " + std::to_string(i));
             break;
           }
       }
@@ -84,6 +86,10 @@ void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>
     }
     std::vector<float> out(count);
     allreduce(*t, in[rank].data(), out.data(), count, Reduction{TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, true, 3.3, n}, a);
+    // In place: the same bits.
+    std::vector<float> buf = in[rank];
+    allreduce(*t, buf.data(), buf.data(), count, Reduction{TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, true, 3.3, n}, a);
+    if (std::memcmp(buf.data(), out.data(), count * 4) != 0) say("bad " + name + " in place differs");
     const Algo used = a == Algo::kAuto ? choose_allreduce(n, count * 4) : a;
     for (size_t i = 0; i < count; i += 1009) {
       std::vector<float> x(n);
