@@ -15,7 +15,8 @@ included), and signed ones are negative too, so that an integer Average
 that floor-divides instead of truncating (Horovod's rule) is caught.
 Shapes include 0-d, length 1, odd lengths and 3-D; alltoall is swept 1-D
 as well as N-D (a 1-D array whose type travels as bytes is where the wire
-form once counted bytes as rows).
+form once counted bytes as rows). Frontends with in-place reductions
+(horovod.torch's allreduce_ and grouped_allreduce_) sweep those too.
 """
 
 import itertools
@@ -223,9 +224,19 @@ class TorchFrontend(Frontend):
     def allreduce(self, x, op, mode):
         return self._n(self.hvd.allreduce(self._t(x), op=getattr(self.hvd, op)))
 
+    def allreduce_in_place(self, x, op, mode):
+        t = self._t(x)
+        self.hvd.allreduce_(t, op=getattr(self.hvd, op))
+        return self._n(t)
+
     def grouped_allreduce(self, xs, op, mode):
         out = self.hvd.grouped_allreduce([self._t(x) for x in xs], op=getattr(self.hvd, op))
         return [self._n(t) for t in out]
+
+    def grouped_allreduce_in_place(self, xs, op, mode):
+        ts = [self._t(x) for x in xs]
+        self.hvd.grouped_allreduce_(ts, op=getattr(self.hvd, op))
+        return [self._n(t) for t in ts]
 
     def broadcast(self, x, root, mode):
         return self._n(self.hvd.broadcast(self._t(x), root))
@@ -378,24 +389,33 @@ def _refused(fn):
     return "accepted; an error was expected"
 
 
+def _variants(name):
+    """The frontend's out-of-place call and, where it has one, in place."""
+    out = [("", getattr(F, name))]
+    if hasattr(F, name + "_in_place"):
+        out.append((" in place", getattr(F, name + "_in_place")))
+    return out
+
+
 def _reduction_check(op):
     def run():
         failures, size = Failures(), F.size()
-        for dtype, shape, mode in itertools.product(F.reducible, SHAPES, F.modes):
-            what = "%s %s %s" % (dtype, list(shape), mode)
+        for (how, call), dtype, shape, mode in itertools.product(
+                _variants("allreduce"), F.reducible, SHAPES, F.modes):
+            what = "%s %s %s%s" % (dtype, list(shape), mode, how)
             k = kind(dtype)
             if k == "bool" and op == AVERAGE:
-                _attempt(failures, what, lambda: _refused(lambda: F.allreduce(
+                _attempt(failures, what, lambda: _refused(lambda: call(
                     contribution(F.rank(), shape, dtype, op), op, mode)))
                 continue
             if k == "complex" and op not in F.complex_ops:
-                _attempt(failures, what, lambda: _refused(lambda: F.allreduce(
+                _attempt(failures, what, lambda: _refused(lambda: call(
                     contribution(F.rank(), shape, dtype, op), op, mode)))
                 continue
             sent = [contribution(r, shape, dtype, op) for r in range(size)]
             want = reduce_reference(sent, op, dtype)
             exact = not (op == AVERAGE and k in ("float", "complex") and size == 3)
-            _attempt(failures, what, lambda: same(F.allreduce(sent[F.rank()], op, mode),
+            _attempt(failures, what, lambda: same(call(sent[F.rank()], op, mode),
                                                   want, exact))
         for dtype in F.refused_reduction:
             _attempt(failures, "%s refused" % dtype, lambda: _refused(lambda: F.allreduce(
@@ -410,19 +430,19 @@ def grouped_allreduce():
     if not hasattr(F, "grouped_allreduce"):
         return
     failures, size = Failures(), F.size()
-    for mode in F.modes:
+    for (how, call), mode in itertools.product(_variants("grouped_allreduce"), F.modes):
         group = [d for d in F.reducible if kind(d) != "bool"]
         shapes = [SHAPES[i % len(SHAPES)] for i in range(len(group))]
         sent = [[contribution(r, s, d) for d, s in zip(group, shapes)] for r in range(size)]
         wants = [reduce_reference([sent[r][i] for r in range(size)], SUM, d)
                  for i, d in enumerate(group)]
         try:
-            got = F.grouped_allreduce(sent[F.rank()], SUM, mode)
+            got = call(sent[F.rank()], SUM, mode)
         except Exception as exc:  # noqa: BLE001
-            failures.add(mode, "%s: %s" % (type(exc).__name__, exc))
+            failures.add(mode + how, "%s: %s" % (type(exc).__name__, exc))
             continue
         for d, s, g, w in zip(group, shapes, got, wants):
-            failures.add("%s %s %s" % (d, list(s), mode), same(g, w))
+            failures.add("%s %s %s%s" % (d, list(s), mode, how), same(g, w))
     failures.raise_any()
 
 
