@@ -18,7 +18,10 @@
 #
 # Ranks are bound to CPUs as a job's are (tandem-run --bind plans as srun
 # --horovod=on does; mpirun --bind-to core, 2 ranks per core at 4 ranks);
-# BIND=0 runs both unbound. gloo is never bound.
+# BIND=0 runs both unbound. gloo is never bound. BUSY=1 runs a busy loop
+# per CPU (a shell `while :; do :; done`, unbound) beside every tool for the
+# whole measurement, as a data loader's workers sit beside the ranks of a
+# training job (docs/engine.md "Beside busy loops"); they end with the script.
 #
 #   contrib/bench/compare.sh [BUILD_DIR]       (default: build)
 #   SIZES="-b 16 -e 256M -f 4" LATENCY="-b 8 -e 8" NPS="2 4" REPEAT=1 contrib/bench/compare.sh
@@ -35,8 +38,14 @@ modes=${MODES:-out in}
 bind=${BIND:-1}
 gloo=${GLOO:-0}
 shared=${SHARED:-0}
+busy=${BUSY:-0}
 out=$(mktemp -d /tmp/tandem-compare.XXXXXX)
-trap 'rm -rf "$out"' EXIT
+busy_pids=()
+cleanup() {
+  for p in "${busy_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$out"
+}
+trap cleanup EXIT
 
 bench=$build/tools/tandem-bench
 run=$build/tools/tandem-run
@@ -50,6 +59,12 @@ if [ "$bind" = 1 ]; then run_bind=(--bind); mpi_bind=core:overload-allowed
 else run_bind=(); mpi_bind=none; fi
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to "$mpi_bind" --mca pml ob1 --mca btl self,vader)
 flag() { [ "$1" = in ] && echo -i || true; }
+if [ "$busy" = 1 ]; then
+  for _ in $(seq "$(nproc)"); do
+    bash -c 'while :; do :; done' &
+    busy_pids+=($!)
+  done
+fi
 
 for np in $nps; do
   echo "== $np ranks" >&2
@@ -81,7 +96,7 @@ for np in $nps; do
   state_end > "$out/state-$np.txt"
 done
 
-note() { echo "$(cat "$out/state-$1.txt"); binding: $([ "$bind" = 1 ] && echo "tandem-run --bind, mpirun --bind-to $mpi_bind" || echo none); best of $repeat"; }
+note() { echo "$(cat "$out/state-$1.txt"); binding: $([ "$bind" = 1 ] && echo "tandem-run --bind, mpirun --bind-to $mpi_bind" || echo none); best of $repeat$([ "$busy" = 1 ] && echo "; a busy loop per CPU beside the ranks")"; }
 for np in $nps; do
   if [[ " $modes " == *" out "* ]]; then
     /usr/bin/python3 "$root/contrib/bench/compare_table.py" \
