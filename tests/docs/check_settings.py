@@ -174,15 +174,17 @@ def check_pages(report):
             md2man.render(lines, "check")
         except md2man.PageError as e:
             report.errors.append(f"docs/man/{page.name}: {e}")
-            continue
+            lines = None
         pages[name] = lines
     for name in sorted(listed - set(pages)):
         report.errors.append(f"docs/meson.build: man page {name} has no docs/man/{name}.md")
     for tool in sorted(installed_tools()):
-        lines = pages.get(tool + ".1")
-        if lines is None:
+        if tool + ".1" not in pages:
             report.errors.append(f"docs/man/{tool}.1.md: {tool} is installed (tools/meson.build) but has no manual page")
             continue
+        lines = pages[tool + ".1"]
+        if lines is None:
+            continue  # does not render: reported above
         report.differ("option", tool_options(tool), f"tools/{tool}*", page_options(lines),
                       f"docs/man/{tool}.1.md (OPTIONS)")
 
