@@ -48,6 +48,9 @@ done
 checks=0
 pass() { checks=$((checks + 1)); echo "  ok: $*"; }
 fail() { echo "$me: FAILED: $*" >&2; exit 1; }
+# grep that reads all its input: `grep -q` exits at the first match and the
+# writer then dies of SIGPIPE, which pipefail reports as a failure.
+contains() { grep "$@" >/dev/null; }
 
 # ============================================================ inside the namespace
 if [ "$inside" -eq 1 ]; then
@@ -86,7 +89,7 @@ if [ "$inside" -eq 1 ]; then
   echo "== apt install ./tandem_*.deb ./tandem-dev_*.deb"
   apt-get install -y -q --no-install-recommends "$DEBS"/tandem_*.deb "$DEBS"/tandem-dev_*.deb \
     >"$T/apt-install.log" 2>&1 || { tail -n 30 "$T/apt-install.log" >&2; fail "apt install"; }
-  dpkg-query -W -f='${Status}\n' tandem | grep -q 'install ok installed' || fail "tandem is not installed"
+  dpkg-query -W -f='${Status}\n' tandem | contains 'install ok installed' || fail "tandem is not installed"
   [ ! -e /proc/1/root/etc/tandem ] && [ ! -e /proc/1/root/usr/share/tandem ] \
     && ! grep -qs tandem /proc/1/root/var/lib/dpkg/status || fail "the install reached the machine's own /etc, /usr or /var"
   pass "installed in the namespace; the machine itself has no /etc/tandem, /usr/share/tandem, dpkg entry"
@@ -101,14 +104,14 @@ if [ "$inside" -eq 1 ]; then
   for page in tandem_spank tandem-run tandem-bind tandem-info tandem-bench; do
     man -w "$page" >/dev/null || fail "man $page: no page"
   done
-  MANWIDTH=200 man tandem_spank 2>/dev/null | grep -q 'engine preloaded into enabled tasks' || fail "man tandem_spank lacks the plugstack table"
-  MANWIDTH=200 man tandem-run 2>/dev/null | grep -q -- '--timeout SECONDS' || fail "man tandem-run lacks its options"
+  MANWIDTH=200 man tandem_spank 2>/dev/null | contains 'engine preloaded into enabled tasks' || fail "man tandem_spank lacks the plugstack table"
+  MANWIDTH=200 man tandem-run 2>/dev/null | contains -e '--timeout SECONDS' || fail "man tandem-run lacks its options"
   pass "man tandem_spank (plugstack arguments), man tandem-run, -bind, -info, -bench"
 
   echo "== tandem-info"
   info=$(tandem-info 2>&1) || { echo "$info" >&2; fail "tandem-info exit status"; }
-  echo "$info" | grep -q "installed under /usr" || fail "tandem-info: $info"
-  echo "$info" | grep -q "loaded from /usr/lib/.*/libtandem.so.0" || fail "tandem-info does not load libtandem.so.0: $info"
+  echo "$info" | contains "installed under /usr" || fail "tandem-info: $info"
+  echo "$info" | contains "loaded from /usr/lib/.*/libtandem.so.0" || fail "tandem-info does not load libtandem.so.0: $info"
   pass "tandem-info: $(echo "$info" | head -n 1)"
 
   echo "== module load tandem"
@@ -141,7 +144,7 @@ if [ "$inside" -eq 1 ]; then
   fi
   grep -qx "PlugStackConfig=/etc/slurm/plugstack.conf" "$cdir/slurm.conf" || fail "slurm.conf does not use Debian's plugstack.conf"
   pass "slurm.conf and the plugstack chain name no build tree: $(grep -v '^#' /etc/tandem/plugstack.conf)"
-  srun --help 2>&1 | grep -q -- '--horovod' || fail "srun --help shows no --horovod"
+  srun --help 2>&1 | contains -e '--horovod' || fail "srun --help shows no --horovod"
   run() { timeout 600 srun --immediate=60 "$@"; }
 
   out=$(run -N 2 -n 4 --horovod=on tandem-whoami 2>&1) || { echo "$out" >&2; fail "srun tandem-whoami"; }
@@ -155,7 +158,7 @@ if [ "$inside" -eq 1 ]; then
   [ "${#losses[@]}" -eq 6 ] || fail "torch: expected 6 loss lines, got: $out"
   python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < 0.5 * a else 1)" \
     "${losses[0]}" "${losses[5]}" || fail "torch: the loss did not halve: ${losses[*]}"
-  echo "$out" | grep -q 'trained 60 steps on 4 ranks' || fail "torch: $out"
+  echo "$out" | contains 'trained 60 steps on 4 ranks' || fail "torch: $out"
   pass "torch: loss ${losses[0]} -> ${losses[5]}, trained 60 steps on 4 ranks"
 
   echo "== srun -N 2 -n 4 --horovod=on <tf venv>/python tensorflow2_keras_mnist.py"
@@ -166,18 +169,18 @@ if [ "$inside" -eq 1 ]; then
   [ "${#losses[@]}" -eq 2 ] || fail "TF: expected 2 epoch lines, got: $out"
   python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < a else 1)" \
     "${losses[0]}" "${losses[1]}" || fail "TF: the loss did not fall: ${losses[*]}"
-  echo "$out" | grep -q 'steps on 4 ranks' || fail "TF: $out"
+  echo "$out" | contains 'steps on 4 ranks' || fail "TF: $out"
   pass "TensorFlow venv: loss ${losses[0]} -> ${losses[1]} on 4 ranks"
 
   # `required` is kept: Slurm ignores any error of an `optional` plugin,
   # which would let a refused step run half set up.
   out=$(run -N 1 -n 1 --mpi=pmi2 --horovod=on true 2>&1) && fail "--mpi=pmi2 --horovod=on ran: $out"
-  echo "$out" | grep -q "tandem: --horovod=on needs the PMIx MPI plugin" || fail "--mpi=pmi2 --horovod=on: $out"
+  echo "$out" | contains "tandem: --horovod=on needs the PMIx MPI plugin" || fail "--mpi=pmi2 --horovod=on: $out"
   pass "the installed line is required: --mpi=pmi2 --horovod=on stops srun with Tandem's message"
 
   echo "== apt remove tandem tandem-dev"
   apt-get remove -y -q tandem tandem-dev >"$T/apt-remove.log" 2>&1 || { tail -n 30 "$T/apt-remove.log" >&2; fail "apt remove"; }
-  dpkg-query -W -f='${Status}\n' tandem | grep -q 'deinstall ok config-files' || fail "tandem is not in state config-files"
+  dpkg-query -W -f='${Status}\n' tandem | contains 'deinstall ok config-files' || fail "tandem is not in state config-files"
   [ ! -e "$link" ] && [ ! -L "$link" ] || fail "$link is still there after apt remove"
   [ -f /etc/tandem/plugstack.conf ] || fail "the conffile /etc/tandem/plugstack.conf went with apt remove"
   for f in "${installed[@]}"; do
@@ -189,7 +192,7 @@ if [ "$inside" -eq 1 ]; then
   pass "remove: the link and every file are gone (byte-code too), the conffile stays"
   out=$(run -N 2 -n 2 hostname 2>&1) || { echo "$out" >&2; fail "srun after apt remove"; }
   out=$(run -N 1 -n 1 --horovod=on true 2>&1) && fail "--horovod=on still accepted after remove"
-  echo "$out" | grep -q "unrecognized option" || fail "srun --horovod=on after remove: $out"
+  echo "$out" | contains "unrecognized option" || fail "srun --horovod=on after remove: $out"
   pass "srun works after apt remove (and --horovod is gone)"
   cluster_stop
   "$harness/cluster/start.sh" --name "$name" --dir "$cdir" --nodes 2 --cpus 4 --gpus 2 \
@@ -199,9 +202,9 @@ if [ "$inside" -eq 1 ]; then
 
   echo "== apt purge tandem"
   apt-get purge -y -q tandem >"$T/apt-purge.log" 2>&1 || { tail -n 30 "$T/apt-purge.log" >&2; fail "apt purge"; }
-  dpkg-query -W -f='${Status}\n' tandem 2>/dev/null | grep -q 'config-files' && fail "tandem still has config files"
+  dpkg-query -W -f='${Status}\n' tandem 2>/dev/null | contains 'config-files' && fail "tandem still has config files"
   # What apt changed in /etc is exactly the overlay's upper layer.
-  left=$(cd "$T/ns/etc.up" && { find . -name '*tandem*'; grep -rlI tandem . 2>/dev/null; } | sort -u)
+  left=$(cd "$T/ns/etc.up" && { find . -name '*tandem*'; grep -rlI tandem . 2>/dev/null || true; } | sort -u)
   [ -z "$left" ] || fail "left in /etc after purge: $left"
   [ ! -e /etc/tandem ] || fail "/etc/tandem is left after purge"
   out=$(run -N 2 -n 2 hostname 2>&1) || { echo "$out" >&2; fail "srun after apt purge"; }
@@ -247,7 +250,7 @@ version=$(dpkg-deb -f "$deb" Version)
 [[ $version == "$project_version"-*+slurm"$series" ]] || fail "version $version: expected $project_version-N+slurm$series"
 [[ $(basename "$deb") == tandem_"$version"_$(dpkg --print-architecture).deb ]] || fail "file name $(basename "$deb")"
 depends=$(dpkg-deb -f "$deb" Depends)
-echo "$depends" | grep -qF "slurm-wlm-basic-plugins (>= $series~), slurm-wlm-basic-plugins (<< $next~)" \
+echo "$depends" | contains -F "slurm-wlm-basic-plugins (>= $series~), slurm-wlm-basic-plugins (<< $next~)" \
   || fail "Depends does not pin Slurm $series: $depends"
 [ "$(dpkg-deb -f "$dev" Depends)" = "tandem (= $version)" ] || fail "tandem-dev Depends: $(dpkg-deb -f "$dev" Depends)"
 pass "$(basename "$deb"): Depends $(echo "$depends" | grep -oE 'slurm-wlm-basic-plugins[^,]*, slurm-wlm-basic-plugins[^,]*')"
@@ -265,9 +268,9 @@ line=$(grep -v '^#' "$T/deb/etc/tandem/plugstack.conf")
 [ -f "$T/deb/usr/lib/$multiarch/slurm-wlm/tandem_spank.so" ] || fail "no plugin in Slurm's plugin dir"
 [ ! -e "$T/deb/usr/lib/$multiarch/libtandem.so" ] && [ -L "$T/dev/usr/lib/$multiarch/libtandem.so" ] \
   || fail "libtandem.so (the -dev link) must be in tandem-dev only"
-strings "$T/deb/usr/lib/$multiarch/slurm-wlm/tandem_spank.so" | grep -qx "/usr/lib/$multiarch/libtandem.so.0" \
+strings "$T/deb/usr/lib/$multiarch/slurm-wlm/tandem_spank.so" | contains -x "/usr/lib/$multiarch/libtandem.so.0" \
   || fail "the plugin's default engine is not libtandem.so.0"
-grep -q "libtandem.so.0'" "$T/deb/usr/share/tandem/python/tandem/_config.py" || fail "python's _config.py does not load libtandem.so.0"
+grep -qF "/usr/lib/$multiarch/libtandem.so.0" "$T/deb/usr/share/tandem/python/tandem/_config.py" || fail "python's _config.py does not load libtandem.so.0"
 pass "plugstack line, plugin default and python all name libtandem.so.0; libtandem.so only in tandem-dev"
 if [ -f "$debs/build.log" ]; then
   # dh's buildtype=plain drops the release defaults; debian/rules gives them back.

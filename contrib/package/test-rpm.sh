@@ -28,6 +28,9 @@ work=/var/tmp/tandem-rpm
 checks=0
 pass() { checks=$((checks + 1)); echo "  ok: $*"; }
 fail() { echo "$me: FAILED: $*" >&2; exit 1; }
+# grep that reads all its input: `grep -q` exits at the first match and the
+# writer then dies of SIGPIPE, which pipefail reports as a failure.
+contains() { grep "$@" >/dev/null; }
 command -v rpmbuild >/dev/null || fail "rpmbuild not found: apt-get install rpm (contrib/install-deps.sh)"
 
 mkdir -p "$work"
@@ -44,7 +47,7 @@ meson setup "$work/dist" "$work/src" -Dtests=disabled -Dcuda=disabled >"$work/di
 meson dist -C "$work/dist" --formats gztar --no-tests >>"$work/dist.log" 2>&1 \
   || { tail -n 20 "$work/dist.log" >&2; fail "meson dist"; }
 tarball=$(ls "$work"/dist/meson-dist/tandem-*.tar.gz)
-tar -tzf "$tarball" | grep -q '/contrib/rpm/tandem.spec$' || fail "the spec is not in $tarball"
+tar -tzf "$tarball" | contains '/contrib/rpm/tandem.spec$' || fail "the spec is not in $tarball"
 pass "$(basename "$tarball") holds contrib/rpm/tandem.spec"
 
 echo "== rpmbuild -ta $(basename "$tarball")"
@@ -62,13 +65,13 @@ series=$(printf '%d.%02d' $((n >> 16 & 255)) $((n >> 8 & 255)))
 next=$(printf '%d.%02d' $((n >> 16 & 255)) $(((n >> 8 & 255) + 1)))
 nvr=$(rpm -qp --qf '%{VERSION}-%{RELEASE}' "$rpm")
 [ "$nvr" = "$project_version-1.slurm$series" ] || fail "version-release $nvr: expected $project_version-1.slurm$series"
-rpm -qp --requires "$rpm" | grep -qxF "(slurm >= $series with slurm < $next)" \
+rpm -qp --requires "$rpm" | contains -xF "(slurm >= $series with slurm < $next)" \
   || fail "Requires does not pin Slurm $series: $(rpm -qp --requires "$rpm" | tr '\n' ' ')"
 pass "tandem-$nvr: Requires (slurm >= $series with slurm < $next)"
 [ "$(rpm -qcp "$rpm")" = /etc/tandem/plugstack.conf ] || fail "config files: $(rpm -qcp "$rpm")"
-rpm -qlvp "$rpm" | grep -q '/etc/slurm/plugstack.conf.d/tandem.conf -> ../../tandem/plugstack.conf' || fail "no enabling link"
-rpm -qlp "$rpm" | grep -qx '/usr/lib64/libtandem.so' && fail "libtandem.so (the link for the linker) in the main package"
-rpm -qlp "$devel" | grep -qx '/usr/lib64/libtandem.so' || fail "libtandem.so not in tandem-devel"
+rpm -qlvp "$rpm" | contains '/etc/slurm/plugstack.conf.d/tandem.conf -> ../../tandem/plugstack.conf' || fail "no enabling link"
+rpm -qlp "$rpm" | contains -x '/usr/lib64/libtandem.so' && fail "libtandem.so (the link for the linker) in the main package"
+rpm -qlp "$devel" | contains -x '/usr/lib64/libtandem.so' || fail "libtandem.so not in tandem-devel"
 pass "one %config file; the plugstack.conf.d link; libtandem.so only in tandem-devel"
 # Every compile command: -DNDEBUG, and -O3 as the last -O (Debian's/RPM's -O2 comes first).
 read -r compiles bad < <(awk '/^\[[0-9]+\/[0-9]+\] .*(c\+\+|cc) .* -c / { n++; o = "";
