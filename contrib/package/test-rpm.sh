@@ -52,7 +52,12 @@ pass "$(basename "$tarball") holds contrib/rpm/tandem.spec"
 
 echo "== rpmbuild -ta $(basename "$tarball")"
 start=$(date +%s)
+# nccl.h where contrib/install-python-envs.sh puts it when the toolkit has none.
+cuda_root=${TANDEM_CUDA_ROOT:-/usr/local/cuda}
+nccl_include=$cuda_root/include
+[ -f "$nccl_include/nccl.h" ] || nccl_include=${TANDEM_DEPS:-/opt/tandem-deps}/nccl/include
 rpmbuild -ta "$tarball" --nodeps --define "_topdir $work/rpmbuild" --define 'debug_package %{nil}' \
+  --define "cuda_root $cuda_root" --define "nccl_include $nccl_include" \
   >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; fail "rpmbuild (log: $work/build.log)"; }
 echo "  rpmbuild: $(( $(date +%s) - start )) s"
 rpm=$(ls "$work"/rpmbuild/RPMS/*/tandem-0*.rpm)
