@@ -100,6 +100,15 @@ if [ "$inside" -eq 1 ]; then
   grep -qx 'include /etc/slurm/plugstack.conf.d/\*.conf' /etc/slurm/plugstack.conf || fail "Debian's plugstack.conf does not include plugstack.conf.d"
   pass "$link -> /etc/tandem/plugstack.conf, included by Debian's /etc/slurm/plugstack.conf"
 
+  # The pin: Slurm of the next series cannot be installed beside this build.
+  next=$(dpkg-query -W -f='${Depends}' tandem | grep -oE 'slurm-wlm-basic-plugins \(<< [0-9.]+' | grep -oE '[0-9.]+$')
+  mkdir -p "$T/next/DEBIAN"
+  printf 'Package: slurm-wlm-basic-plugins\nVersion: %s.1-1\nArchitecture: all\nMaintainer: test <test@example.org>\nDescription: Slurm %s (a stand-in)\n' \
+    "$next" "$next" >"$T/next/DEBIAN/control"
+  dpkg-deb -b "$T/next" "$T/slurm-next.deb" >/dev/null
+  apt-get install -s "$T/slurm-next.deb" 2>&1 | contains '^Remv tandem ' || fail "apt would keep tandem beside Slurm $next"
+  pass "apt would remove tandem to install Slurm $next (simulated): the plugin never meets another series"
+
   echo "== man pages"
   for page in tandem_spank tandem-run tandem-bind tandem-info tandem-bench; do
     man -w "$page" >/dev/null || fail "man $page: no page"
