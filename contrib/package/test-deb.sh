@@ -160,26 +160,27 @@ if [ "$inside" -eq 1 ]; then
   [ "$(echo "$out" | grep -c 'engine 0\.')" -eq 4 ] || fail "tandem-whoami: the engine is not preloaded in 4 tasks: $out"
   pass "srun -N 2 -n 4 --horovod=on tandem-whoami: 4 tasks, engine preloaded"
 
+  # trains WHAT COUNT RATIO PATTERN: OUT holds COUNT losses matching PATTERN
+  # (the loss is its last field) and the last is below RATIO x the first.
+  trains() {
+    local what=$1 count=$2 ratio=$3 pattern=$4
+    mapfile -t losses < <(echo "$out" | grep -oE "$pattern" | awk '{ print $NF }')
+    [ "${#losses[@]}" -eq "$count" ] || fail "$what: expected $count losses, got: $out"
+    python3 -c "import sys; a, b, r = map(float, sys.argv[1:]); sys.exit(0 if b < r * a else 1)" \
+      "${losses[0]}" "${losses[-1]}" "$ratio" || fail "$what: the loss did not fall below $ratio x: ${losses[*]}"
+    echo "$out" | contains 'steps on 4 ranks' || fail "$what: $out"
+    pass "$what: loss ${losses[0]} -> ${losses[-1]} on 4 ranks"
+  }
   echo "== srun -N 2 -n 4 --horovod=on python3 pytorch_mnist.py (Debian's torch)"
   out=$(cd "$harness" && run -N 2 -n 4 --ntasks-per-node=2 --horovod=on python3 pytorch_mnist.py \
           --epochs 1 --steps 60 --log-interval 10 2>&1) || { echo "$out" >&2; fail "torch training"; }
-  mapfile -t losses < <(echo "$out" | grep -oE 'loss [0-9.]+' | cut -d' ' -f2)
-  [ "${#losses[@]}" -eq 6 ] || fail "torch: expected 6 loss lines, got: $out"
-  python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < 0.5 * a else 1)" \
-    "${losses[0]}" "${losses[5]}" || fail "torch: the loss did not halve: ${losses[*]}"
-  echo "$out" | contains 'trained 60 steps on 4 ranks' || fail "torch: $out"
-  pass "torch: loss ${losses[0]} -> ${losses[5]}, trained 60 steps on 4 ranks"
+  trains "Debian's torch, 60 steps" 6 0.5 'loss [0-9.]+'
 
   echo "== srun -N 2 -n 4 --horovod=on <tf venv>/python tensorflow2_keras_mnist.py"
   out=$(cd "$harness" && run -N 2 -n 4 --ntasks-per-node=2 --horovod=on \
           env KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=3 "$TF_PYTHON" tensorflow2_keras_mnist.py \
           --epochs 2 --steps-per-epoch 24 --batch-size 16 --verbose 0 2>&1) || { echo "$out" >&2; fail "TF training"; }
-  mapfile -t losses < <(echo "$out" | grep -oE '^epoch [0-9]+ loss [0-9.]+' | cut -d' ' -f4)
-  [ "${#losses[@]}" -eq 2 ] || fail "TF: expected 2 epoch lines, got: $out"
-  python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < a else 1)" \
-    "${losses[0]}" "${losses[1]}" || fail "TF: the loss did not fall: ${losses[*]}"
-  echo "$out" | contains 'steps on 4 ranks' || fail "TF: $out"
-  pass "TensorFlow venv: loss ${losses[0]} -> ${losses[1]} on 4 ranks"
+  trains "TensorFlow venv, 2 epochs" 2 1 '^epoch [0-9]+ loss [0-9.]+'
 
   # `required` is kept: Slurm ignores any error of an `optional` plugin,
   # which would let a refused step run half set up.
