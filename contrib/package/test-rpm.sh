@@ -91,7 +91,7 @@ r=$work/root
 rpm_debian=""
 rpm --force-debian --version >/dev/null 2>&1 && rpm_debian=--force-debian
 mkdir -p "$r"
-rpm --root "$r" $rpm_debian --initdb
+rpm --root "$r" --initdb
 rpm --root "$r" $rpm_debian -i --nodeps "$rpm" "$devel"
 line=$(grep -v '^#' "$r/etc/tandem/plugstack.conf")
 [ "$line" = "required /usr/lib64/slurm/tandem_spank.so engine=/usr/lib64/libtandem.so.0 python=/usr/share/tandem/python" ] \
