@@ -91,7 +91,7 @@ if [ "$inside" -eq 1 ]; then
     >"$T/apt-install.log" 2>&1 || { tail -n 30 "$T/apt-install.log" >&2; fail "apt install"; }
   dpkg-query -W -f='${Status}\n' tandem | contains 'install ok installed' || fail "tandem is not installed"
   [ ! -e /proc/1/root/etc/tandem ] && [ ! -e /proc/1/root/usr/share/tandem ] \
-    && ! grep -qs tandem /proc/1/root/var/lib/dpkg/status || fail "the install reached the machine's own /etc, /usr or /var"
+    && ! grep -qsx 'Package: tandem' /proc/1/root/var/lib/dpkg/status || fail "the install reached the machine's own /etc, /usr or /var"
   pass "installed in the namespace; the machine itself has no /etc/tandem, /usr/share/tandem, dpkg entry"
   mapfile -t installed < <(dpkg -L tandem tandem-dev | sort -u)
 
