@@ -124,12 +124,13 @@ def check_meson_options(report):
 def installed_tools():
     text = (ROOT / "tools" / "meson.build").read_text()
     tools = set()
-    chunks = text.split("executable(")[1:]
-    for chunk in chunks:
+    for chunk in text.split("executable(")[1:]:
         m = re.match(r"'(tandem-[\w-]+)'", chunk)
-        if m and "install : true" in chunk.split("executable(")[0][:600]:
+        if m and "install : true" in chunk[:600]:
             tools.add(m.group(1))
+    # Scripts: install_data(..., rename : 'tandem-x') or install_data('tandem-x', ...).
     tools |= set(re.findall(r"rename : '(tandem-[\w-]+)'", text))
+    tools |= set(re.findall(r"install_data\(\s*'(tandem-[\w-]+)'", text))
     return tools
 
 
