@@ -128,9 +128,13 @@ def installed_tools():
         m = re.match(r"'(tandem-[\w-]+)'", chunk)
         if m and "install : true" in chunk[:600]:
             tools.add(m.group(1))
-    # Scripts: install_data(..., rename : 'tandem-x') or install_data('tandem-x', ...).
-    tools |= set(re.findall(r"rename : '(tandem-[\w-]+)'", text))
-    tools |= set(re.findall(r"install_data\(\s*'(tandem-[\w-]+)'", text))
+    # Scripts: install_data() into bindir, under their rename or their own names.
+    for chunk in text.split("install_data(")[1:]:
+        call = chunk.split("\n\n")[0]
+        if "bindir" not in call:
+            continue
+        renamed = re.findall(r"rename : '(tandem-[\w-]+)'", call)
+        tools |= set(renamed or re.findall(r"'(tandem-[\w-]+)'", call))
     return tools
 
 
