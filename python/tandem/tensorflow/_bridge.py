@@ -26,14 +26,11 @@ not serialized).
 """
 
 import functools
-import re
-import threading
-import weakref
 
 import numpy as np
 import tensorflow as tf
 
-from tandem import _arrays, _ops, errors
+from tandem import _arrays, _names, _ops, errors
 
 try:  # TF's own test for an XLA compilation context (internal, stable since 1.x)
     from tensorflow.python.ops import control_flow_util as _cf_util
@@ -89,43 +86,23 @@ def _outermost_graph():
     return graph
 
 
-_graph_counters = weakref.WeakKeyDictionary()  # graph -> {kind: next index}
-_counters_lock = threading.Lock()
-
-
-_set_counters = {}  # eager, process sets other than the global one: id -> counter
-
-
 def name_for(name, kind, process_set=0):
     """The engine name of a collective. A given ``name`` is used as it is.
 
-    Unnamed collectives are numbered per process set, so that collectives
-    that only the members of a set call do not shift the names of the
-    others. Eagerly, the global set draws from the process-wide counter of
-    every frontend (as Horovod's eager ops do). In a graph they are named
-    after the function being traced and their order in it:
+    Unnamed collectives are numbered per process set (tandem._names), so that
+    collectives that only the members of a set call do not shift the names
+    of the others. Eagerly they are numbered as in every frontend
+    (``allreduce.noname.7``, Horovod's eager names). In a graph they are
+    named after the function being traced and their order in it:
     ``allreduce.train_step.3``. Every trace of a function restarts the count,
     so ranks that trace a function a different number of times (e.g. uneven
     allgather shapes) still agree on every name."""
     if name is not None:
         return str(name)
-    where = "" if not process_set else "set%d." % process_set
     if tf.executing_eagerly():
-        if not process_set:
-            return _ops.auto_name(None, kind)
-        with _counters_lock:
-            index = _set_counters.get(process_set, 0)
-            _set_counters[process_set] = index + 1
-        return "%s.%snoname.%d" % (kind, where, index)
+        return _names.unnamed(kind, process_set)
     graph = _outermost_graph()
-    with _counters_lock:
-        counters = _graph_counters.setdefault(graph, {})
-        index = counters.get((kind, process_set), 0)
-        counters[(kind, process_set)] = index + 1
-    # Digits are dropped from the graph's name: backward functions carry a
-    # process-wide id ("__backward_f_123") that may differ between ranks.
-    function = re.sub(r"[0-9]+", "", getattr(graph, "name", "") or "").strip("_") or "graph"
-    return "%s.%s%s.%d" % (kind, where, function, index)
+    return _names.in_graph(graph, kind, process_set, getattr(graph, "name", ""))
 
 
 # ------------------------------------------------------------ conversions
@@ -195,7 +172,7 @@ def check_tensor(tensor, what):
         tensor = tf.convert_to_tensor(tensor)
     except (TypeError, ValueError) as exc:
         raise _ops.invalid("%s expects a tf.Tensor (or something convertible), got %s: %s"
-                           % (what, type(tensor).__name__, exc))
+                           % (what, type(tensor).__name__, exc)) from None
     if tensor.dtype in _MOVABLE_KINDS or tensor.dtype.is_quantized:
         raise _ops.invalid("%s: tensors of type %s cannot be sent; supported are the "
                            "numeric types and bool" % (what, tensor.dtype.name))
