@@ -553,7 +553,7 @@ class _CountCalls:
 
 @check
 def distributed_gradient_tape_matches_averaged_gradients():
-    size, rank = hvd.size(), hvd.rank()
+    size = hvd.size()
     variables = _model_variables()
     everyone = [_local_grads(variables, r) for r in range(size)]
     summed = [tf.add_n([g[i] for g in everyone]) for i in range(3)]
