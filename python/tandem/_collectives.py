@@ -274,13 +274,22 @@ def reducescatter(name, buffer, op, prescale, postscale, make_output, process_se
                     stream=_device_stream([buffer]))
 
 
+def start_barrier(process_set=_GLOBAL):
+    return _enqueue("tandem_enqueue_barrier", process_set, keep=None)
+
+
 def barrier(process_set=_GLOBAL):
-    _enqueue("tandem_enqueue_barrier", process_set, keep=None).wait()
+    start_barrier(process_set).wait()
+
+
+def start_join(device=-1):
+    """A join request; once waited for, ``join_result`` is the last rank to join."""
+    return _enqueue("tandem_enqueue_join", device, keep=None, kind="join")
 
 
 def join(device=-1):
     """Blocks until every rank has joined; returns the last rank to join."""
-    request = _enqueue("tandem_enqueue_join", device, keep=None, kind="join")
+    request = start_join(device)
     request.wait()
     return request.join_result
 

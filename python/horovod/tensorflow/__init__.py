@@ -7,7 +7,8 @@ is made here, in the shim, where both layers may be reached.
 
 from tandem.tensorflow import *  # noqa: F403
 from tandem.tensorflow import (  # noqa: F401 (names star-import skips or scripts reach for)
-    _allreduce, _grouped_allreduce, _grouped_reducescatter, _make_allreduce_grads_fn,
+    _allreduce, _cache, _executing_eagerly, _grouped_allreduce, _grouped_reducescatter,
+    _make_allreduce_grads_fn, _make_subgraph, refs_to_vars, vars_to_refs,
     _reducescatter, allgather, allgather_object, allreduce, alltoall, barrier, broadcast,
     broadcast_, broadcast_global_variables, broadcast_object, broadcast_object_fn,
     broadcast_variables, ccl_built, check_num_rank_power_of_2, Compression, cross_rank,

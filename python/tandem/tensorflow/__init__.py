@@ -10,7 +10,7 @@ documents it.
 import tensorflow as tf
 
 from tandem import _ops
-from tandem import errors as _errors
+from tandem import errors as _engine_errors
 from tandem._basics import (  # noqa: F401
     cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank, local_size,
     rank, shutdown, size, start_timeline, stop_timeline,
@@ -31,6 +31,9 @@ from tandem.tensorflow.functions import (  # noqa: F401
 from tandem.tensorflow.gradient_tape import (  # noqa: F401
     DistributedGradientTape, GradientReducer, PartialDistributedGradientTape,
     _make_allreduce_grads_fn,
+)
+from tandem.tensorflow.util import (  # noqa: F401 (Horovod exports them here too)
+    _cache, _executing_eagerly, _make_subgraph, refs_to_vars, vars_to_refs,
 )
 from tandem.tensorflow.mpi_ops import (  # noqa: F401
     Adasum, Average, Max, Min, Product, Sum,
@@ -82,6 +85,8 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
     one op) and, for Average, its values divided by the set size, as Horovod
     does. Differentiable. ``device_*`` and ``ignore_name_scope`` are accepted
     and unused."""
+    if isinstance(tensor, tf.IndexedSlices) and op == Adasum:
+        _check_sparse_op(op, prescale_factor, postscale_factor)  # Horovod's NotImplementedError
     op = _ops.resolve_op(op, average, "allreduce")
     if isinstance(tensor, tf.IndexedSlices):
         _check_sparse_op(op, prescale_factor, postscale_factor)
@@ -105,6 +110,8 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     tensors) plus one allgather of the tf.IndexedSlices among them, in one op."""
     if not tensors:
         return tensors
+    if op == Adasum and any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        _check_sparse_op(op, prescale_factor, postscale_factor)  # Horovod's NotImplementedError
     op = _ops.resolve_op(op, average, "grouped_allreduce")
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
     sparse = [i for i, t in enumerate(tensors) if isinstance(t, tf.IndexedSlices)]
@@ -244,7 +251,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     groups = _ops.groups_from(num_groups, groups)
     if is_legacy_optimizer(optimizer):
         if backward_passes_per_step != 1:
-            raise _errors.make("TANDEM_ERR_UNSUPPORTED",
+            raise _engine_errors.make("TANDEM_ERR_UNSUPPORTED",
                                "DistributedOptimizer(backward_passes_per_step=%d) for a "
                                "tf.compat.v1 optimizer is not implemented by Tandem; use a "
                                "Keras optimizer (horovod.tensorflow.keras) or accumulate "
@@ -252,7 +259,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         return _DistributedOptimizer(optimizer, name, use_locking, compression,
                                      sparse_as_dense, op, gradient_predivide_factor, groups,
                                      process_set)
-    raise _errors.make(
+    raise _engine_errors.make(
         "TANDEM_ERR_INVALID_ARGUMENT",
         "tandem.tensorflow.DistributedOptimizer wraps tf.compat.v1.train optimizers; %s is "
         "wrapped by tandem.keras.DistributedOptimizer (horovod.tensorflow.DistributedOptimizer "
