@@ -10,6 +10,10 @@
 # Layout under $TANDEM_DEPS:
 #   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest, keras==3.15.1 (torch backend)
 #   tf/       venv: tensorflow-cpu==2.21.0, keras==3.15.1, pytest
+#   tfkeras/  venv: tensorflow-cpu==2.21.0, tf-keras==2.21.0 (Keras 2, used with
+#             TF_USE_LEGACY_KERAS=1), keras==3.15.1 (TF's own dependency), pytest
+#   tf215/    venv: tensorflow-cpu==2.15.1 (Keras 2.15: the last TensorFlow that
+#             Horovod 0.28.1 builds for), pytest
 #   nccl/include/nccl.h   from the nvidia-nccl-cu13 wheel, used only when the
 #                         CUDA toolkit under /usr/local/cuda has no nccl.h
 #
@@ -58,12 +62,12 @@ if [ "${1:-}" = "--print-pythons" ]; then
   # Debian's python3 (torch 1.13) first, then the venvs made below.
   # One word each (--python=NAME=PATH): Debian's pytest 7.2 cannot tell an option
   # of a conftest from a path when its value is a separate word.
-  echo "--python=debian=/usr/bin/python3 --python=torch2=$deps/torch2/bin/python --python=tf=$deps/tf/bin/python"
+  echo "--python=debian=/usr/bin/python3 --python=torch2=$deps/torch2/bin/python --python=tf=$deps/tf/bin/python --python=tfkeras=$deps/tfkeras/bin/python --python=tf215=$deps/tf215/bin/python"
   exit 0
 fi
 
 if [ "${1:-}" = "--print" ]; then
-  echo "-Dnccl_include=$(nccl_include) -Dtest_python_torch2=$deps/torch2/bin/python -Dtest_python_tf=$deps/tf/bin/python"
+  echo "-Dnccl_include=$(nccl_include) -Dtest_python_torch2=$deps/torch2/bin/python -Dtest_python_tf=$deps/tf/bin/python -Dtest_python_tfkeras=$deps/tfkeras/bin/python -Dtest_python_tf215=$deps/tf215/bin/python"
   exit 0
 fi
 
@@ -75,6 +79,13 @@ make_venv torch2 'import os; os.environ["KERAS_BACKEND"] = "torch"; import torch
   torch==2.13.0 numpy pytest keras==3.15.1
 make_venv tf 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "2.21.0" and keras.__version__ == "3.15.1"' \
   tensorflow-cpu==2.21.0 keras==3.15.1 pytest
+# Keras 2 on a current TensorFlow: TensorFlow's migration path for Keras 2
+# code (tf.keras is tf_keras when TF_USE_LEGACY_KERAS=1 is set).
+make_venv tfkeras 'import os; os.environ["TF_USE_LEGACY_KERAS"] = "1"; import tensorflow as tf, tf_keras, keras, pytest; assert tf.__version__ == "2.21.0" and tf_keras.__version__ == "2.21.0" and keras.__version__ == "3.15.1" and tf.keras.Model is tf_keras.Model' \
+  tensorflow-cpu==2.21.0 tf-keras==2.21.0 keras==3.15.1 pytest
+# The TensorFlow a site upgrading from Horovod 0.28.1 has (Keras 2.15).
+make_venv tf215 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "2.15.1" and keras.__version__.startswith("2.15.")' \
+  tensorflow-cpu==2.15.1 pytest
 
 if [ ! -f "$cuda/include/nccl.h" ] && [ ! -f "$deps/nccl/include/nccl.h" ]; then
   echo "install-python-envs: nccl.h from nvidia-nccl-cu13==$nccl_wheel_version into $deps/nccl"
