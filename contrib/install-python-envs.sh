@@ -11,9 +11,11 @@
 #   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest, keras==3.15.1 (torch backend)
 #   tf/       venv: tensorflow-cpu==2.21.0, keras==3.15.1, pytest
 #   tfkeras/  venv: tensorflow-cpu==2.21.0, tf-keras==2.21.0 (Keras 2, used with
-#             TF_USE_LEGACY_KERAS=1), keras==3.15.1 (TF's own dependency), pytest
+#             TF_USE_LEGACY_KERAS=1), keras==3.15.1 (TF's own dependency), pytest,
+#             scipy==1.15.3 (Keras 2's ImageDataGenerator, which Horovod's
+#             keras_mnist_advanced.py uses)
 #   tf215/    venv: tensorflow-cpu==2.15.1 (Keras 2.15: the last TensorFlow that
-#             Horovod 0.28.1 builds for), pytest
+#             Horovod 0.28.1 builds for), pytest, scipy==1.15.3
 #   nccl/include/nccl.h   from the nvidia-nccl-cu13 wheel, used only when the
 #                         CUDA toolkit under /usr/local/cuda has no nccl.h
 #
@@ -43,6 +45,16 @@ make_venv() {  # make_venv NAME CHECK PACKAGES...
   local dest=$deps/$name
   if [ -f "$dest/.complete" ] && "$dest/bin/python" -c "$check" >/dev/null 2>&1; then
     return 0
+  fi
+  if [ -f "$dest/.complete" ]; then
+    # A complete venv of an older list (a package added since): pip installs
+    # the exact pins into it; rebuilt from scratch only if that does not do.
+    echo "install-python-envs: $dest: adding to it ($*)"
+    "$dest/bin/python" -m pip install -q --disable-pip-version-check "$@" 2>&1 \
+      | grep -v "is ignored: it is neither a file nor a directory" || true
+    if "$dest/bin/python" -c "$check" >/dev/null 2>&1; then
+      return 0
+    fi
   fi
   echo "install-python-envs: $dest ($*)"
   rm -rf "$dest"
@@ -81,11 +93,11 @@ make_venv tf 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "
   tensorflow-cpu==2.21.0 keras==3.15.1 pytest
 # Keras 2 on a current TensorFlow: TensorFlow's migration path for Keras 2
 # code (tf.keras is tf_keras when TF_USE_LEGACY_KERAS=1 is set).
-make_venv tfkeras 'import os; os.environ["TF_USE_LEGACY_KERAS"] = "1"; import tensorflow as tf, tf_keras, keras, pytest; assert tf.__version__ == "2.21.0" and tf_keras.__version__ == "2.21.0" and keras.__version__ == "3.15.1" and tf.keras.Model is tf_keras.Model' \
-  tensorflow-cpu==2.21.0 tf-keras==2.21.0 keras==3.15.1 pytest
+make_venv tfkeras 'import os; os.environ["TF_USE_LEGACY_KERAS"] = "1"; import tensorflow as tf, tf_keras, keras, pytest, scipy; assert tf.__version__ == "2.21.0" and tf_keras.__version__ == "2.21.0" and keras.__version__ == "3.15.1" and tf.keras.Model is tf_keras.Model and scipy.__version__ == "1.15.3"' \
+  tensorflow-cpu==2.21.0 tf-keras==2.21.0 keras==3.15.1 pytest scipy==1.15.3
 # The TensorFlow a site upgrading from Horovod 0.28.1 has (Keras 2.15).
-make_venv tf215 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "2.15.1" and keras.__version__.startswith("2.15.")' \
-  tensorflow-cpu==2.15.1 pytest
+make_venv tf215 'import tensorflow as tf, keras, pytest, scipy; assert tf.__version__ == "2.15.1" and keras.__version__.startswith("2.15.") and scipy.__version__ == "1.15.3"' \
+  tensorflow-cpu==2.15.1 pytest scipy==1.15.3
 
 if [ ! -f "$cuda/include/nccl.h" ] && [ ! -f "$deps/nccl/include/nccl.h" ]; then
   echo "install-python-envs: nccl.h from nvidia-nccl-cu13==$nccl_wheel_version into $deps/nccl"
