@@ -240,6 +240,22 @@ def local_variables_and_partial_optimizer():
 
 
 @check()
+def partial_gradient_tape_takes_keras2_layers():
+    import horovod.tensorflow as hvd_tf
+    tf.keras.utils.set_random_seed(3)  # the same model on every rank
+    model = small_model()
+    x, y = rank_data(8)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    tape = hvd_tf.PartialDistributedGradientTape(tape, local_layers=[model.layers[1]])
+    grads = [g.numpy() for g in tape.gradient(loss, model.trainable_variables)]
+    expect_same_on_every_rank(grads[:2], "the shared layer's gradients")
+    local = everyone(grads[2])
+    if hvd.size() > 1 and np.array_equal(local[0], local[1]):
+        raise AssertionError("the local layer's gradients were reduced")
+
+
+@check()
 def sparse_gradients():
     for sparse_as_dense in (False, True):
         emb = keras.layers.Embedding(10, 2)
