@@ -16,7 +16,7 @@ The layers of python/ (docs/python.md), each importing only those before it:
     core        tandem and tandem._*, tandem.errors, tandem.process_sets
     torch       tandem.torch.*            (core)
     tensorflow  tandem.tensorflow.*       (core)
-    keras       tandem.keras.*            (core, tensorflow, torch)
+    keras       tandem.keras.*, tandem.keras2.*  (core, tensorflow, torch)
     shim        horovod.*                 (anything)
 
 Prints each cycle (with the file and line of every edge) and each upward
@@ -31,6 +31,7 @@ LAYERS = [  # (name, module prefix, layers it may import)
     ("torch", "tandem.torch", {"core"}),
     ("tensorflow", "tandem.tensorflow", {"core"}),
     ("keras", "tandem.keras", {"core", "tensorflow", "torch"}),
+    ("keras", "tandem.keras2", {"core", "tensorflow", "torch"}),  # Keras 2 (tf_keras)
     ("shim", "horovod", {"core", "torch", "tensorflow", "keras", "shim"}),
     ("core", "tandem", {"core"}),
 ]

@@ -14,6 +14,12 @@
 #   suite/    parameterized==0.9.0 (pure Python, pip --target): what Horovod's own
 #             test files import beyond their framework; contrib/horovod-suite.sh puts
 #             it on PYTHONPATH, nothing else does
+#   tfkeras/  venv: tensorflow-cpu==2.21.0, tf-keras==2.21.0 (Keras 2, used with
+#             TF_USE_LEGACY_KERAS=1), keras==3.15.1 (TF's own dependency), pytest,
+#             scipy==1.15.3 (Keras 2's ImageDataGenerator, which Horovod's
+#             keras_mnist_advanced.py uses)
+#   tf215/    venv: tensorflow-cpu==2.15.1 (Keras 2.15: the last TensorFlow that
+#             Horovod 0.28.1 builds for), pytest, scipy==1.15.3
 #   nccl/include/nccl.h   from the nvidia-nccl-cu13 wheel, used only when the
 #                         CUDA toolkit under /usr/local/cuda has no nccl.h
 #
@@ -44,6 +50,16 @@ make_venv() {  # make_venv NAME CHECK PACKAGES...
   if [ -f "$dest/.complete" ] && "$dest/bin/python" -c "$check" >/dev/null 2>&1; then
     return 0
   fi
+  if [ -f "$dest/.complete" ]; then
+    # A complete venv of an older list (a package added since): pip installs
+    # the exact pins into it; rebuilt from scratch only if that does not do.
+    echo "install-python-envs: $dest: adding to it ($*)"
+    "$dest/bin/python" -m pip install -q --disable-pip-version-check "$@" 2>&1 \
+      | grep -v "is ignored: it is neither a file nor a directory" || true
+    if "$dest/bin/python" -c "$check" >/dev/null 2>&1; then
+      return 0
+    fi
+  fi
   echo "install-python-envs: $dest ($*)"
   rm -rf "$dest"
   "$(base_python)" -m venv "$dest"
@@ -62,12 +78,12 @@ if [ "${1:-}" = "--print-pythons" ]; then
   # Debian's python3 (torch 1.13) first, then the venvs made below.
   # One word each (--python=NAME=PATH): Debian's pytest 7.2 cannot tell an option
   # of a conftest from a path when its value is a separate word.
-  echo "--python=debian=/usr/bin/python3 --python=torch2=$deps/torch2/bin/python --python=tf=$deps/tf/bin/python"
+  echo "--python=debian=/usr/bin/python3 --python=torch2=$deps/torch2/bin/python --python=tf=$deps/tf/bin/python --python=tfkeras=$deps/tfkeras/bin/python --python=tf215=$deps/tf215/bin/python"
   exit 0
 fi
 
 if [ "${1:-}" = "--print" ]; then
-  echo "-Dnccl_include=$(nccl_include) -Dtest_python_torch2=$deps/torch2/bin/python -Dtest_python_tf=$deps/tf/bin/python"
+  echo "-Dnccl_include=$(nccl_include) -Dtest_python_torch2=$deps/torch2/bin/python -Dtest_python_tf=$deps/tf/bin/python -Dtest_python_tfkeras=$deps/tfkeras/bin/python -Dtest_python_tf215=$deps/tf215/bin/python"
   exit 0
 fi
 
@@ -101,6 +117,13 @@ if [ ! -f "$deps/suite/.complete" ]; then
     echo "install-python-envs: parameterized did not install into $deps/suite" >&2; exit 1; }
   touch "$deps/suite/.complete"
 fi
+# Keras 2 on a current TensorFlow: TensorFlow's migration path for Keras 2
+# code (tf.keras is tf_keras when TF_USE_LEGACY_KERAS=1 is set).
+make_venv tfkeras 'import os; os.environ["TF_USE_LEGACY_KERAS"] = "1"; import tensorflow as tf, tf_keras, keras, pytest, scipy; assert tf.__version__ == "2.21.0" and tf_keras.__version__ == "2.21.0" and keras.__version__ == "3.15.1" and tf.keras.Model is tf_keras.Model and scipy.__version__ == "1.15.3"' \
+  tensorflow-cpu==2.21.0 tf-keras==2.21.0 keras==3.15.1 pytest scipy==1.15.3
+# The TensorFlow a site upgrading from Horovod 0.28.1 has (Keras 2.15).
+make_venv tf215 'import tensorflow as tf, keras, pytest, scipy; assert tf.__version__ == "2.15.1" and keras.__version__.startswith("2.15.") and scipy.__version__ == "1.15.3"' \
+  tensorflow-cpu==2.15.1 pytest scipy==1.15.3
 
 if [ ! -f "$cuda/include/nccl.h" ] && [ ! -f "$deps/nccl/include/nccl.h" ]; then
   echo "install-python-envs: nccl.h from nvidia-nccl-cu13==$nccl_wheel_version into $deps/nccl"

@@ -38,10 +38,12 @@ stage layers "$root/contrib/check-layers.sh"
 stage unit meson test -C "$build" --print-errorlogs --suite unit
 
 # gpu (NCCL path): the same unit suite with CUDA and NCCL hidden from the
-# loader, as on a CPU-only node (the ld.so cache would find them otherwise).
+# loader, as on a CPU-only node (the ld.so cache would find them otherwise);
+# the TF suite on the extra Keras 2 interpreters (tf-extra) runs once.
 stage unit-without-cuda env TANDEM_CUDA_LIBRARY=/nonexistent/libcudart.so.13 \
   TANDEM_NCCL_LIBRARY=/nonexistent/libnccl.so.2 LD_LIBRARY_PATH= \
-  meson test -C "$build" --print-errorlogs --suite unit --logbase testlog-without-cuda
+  meson test -C "$build" --print-errorlogs --suite unit --no-suite tf-extra \
+  --logbase testlog-without-cuda
 
 # The Python end-to-end tests run once per framework interpreter (Debian's
 # torch 1.13, the torch 2.x venv; the TensorFlow venv for TF tests).

@@ -12,9 +12,9 @@ import keras as _keras
 
 if not str(getattr(_keras, "__version__", "0")).startswith("3."):
     raise ImportError(
-        "tandem.keras serves Keras 3; this interpreter's keras is %s. With Keras 2 "
-        "(tf_keras, TF_USE_LEGACY_KERAS=1) use Horovod's own horovod.keras, or install "
-        "keras>=3" % getattr(_keras, "__version__", "unknown"))
+        "tandem.keras serves Keras 3; this interpreter's keras is %s. Keras 2 is served by "
+        "tandem.keras2, which horovod.keras and horovod.tensorflow.keras choose by "
+        "themselves" % getattr(_keras, "__version__", "unknown"))
 
 import numpy as _np
 

@@ -289,7 +289,10 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    local_layers=None, scale_local_gradients=True):
     """DistributedGradientTape whose ``local_layers`` (Keras layers) keep their
     gradients local."""
-    import keras
+    from tandem._which_keras import keras2
+    keras = keras2()  # the layers of a Keras 2 model are tf_keras's (or keras 2.x's)
+    if keras is None:
+        import keras
     if local_layers is None:
         local_layers = []
     elif isinstance(local_layers, keras.layers.Layer):

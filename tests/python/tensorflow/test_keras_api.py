@@ -13,6 +13,12 @@ import re
 
 import pytest
 
+from tandem._which_keras import keras2
+
+if keras2() is not None:
+    pytest.skip("this interpreter's Keras is Keras 2 %s (test_keras2_ranks.py checks it; "
+                "these checks are Keras 3's)" % keras2().__version__, allow_module_level=True)
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 from workers import check_keras
 
