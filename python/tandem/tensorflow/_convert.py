@@ -58,4 +58,23 @@ def from_numpy(array, dtype):
     if dtype == tf.bfloat16:
         bits = tf.experimental.dlpack.from_dlpack(array.view(np.uint16).__dlpack__())
         return tf.bitcast(bits, tf.bfloat16)
+    if dtype == tf.bool and not _dlpack_has_bool():
+        # TensorFlow before 2.16 knows no DLPack bool (type code 6): the
+        # bytes come over as uint8 and one cast makes them bool (a copy).
+        return tf.cast(tf.experimental.dlpack.from_dlpack(array.view(np.uint8).__dlpack__()),
+                       tf.bool)
     return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
+
+
+_HAS_BOOL = []  # [answer] once asked: asking at import would start TensorFlow's
+# context and fix its thread pools before the user's script can size them
+
+
+def _dlpack_has_bool():
+    if not _HAS_BOOL:
+        try:
+            tf.experimental.dlpack.from_dlpack(np.zeros((1,), np.bool_).__dlpack__())
+            _HAS_BOOL.append(True)
+        except (tf.errors.InvalidArgumentError, TypeError, ValueError):
+            _HAS_BOOL.append(False)
+    return _HAS_BOOL[0]

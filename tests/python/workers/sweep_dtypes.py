@@ -342,6 +342,8 @@ class KerasFrontend(Frontend):
         return self.hvd.size()
 
     def _n(self, value):
+        if hasattr(value, "numpy"):  # an eager tensor (Keras 2, Keras 3 on TensorFlow)
+            return np.asarray(value.numpy())
         import keras
         return np.asarray(keras.ops.convert_to_numpy(value))
 
