@@ -52,3 +52,10 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         backward_passes_per_step=backward_passes_per_step,
         average_aggregated_gradients=average_aggregated_gradients, num_groups=num_groups,
         groups=groups, process_set=process_set, scale_local_gradients=scale_local_gradients)
+
+
+def __getattr__(attr):  # PEP 562: hvd.SyncBatchNormalization loads Keras on first use
+    if attr == "SyncBatchNormalization":
+        from horovod.tensorflow.sync_batch_norm import SyncBatchNormalization
+        return SyncBatchNormalization
+    raise AttributeError("module 'horovod.tensorflow' has no attribute %r" % attr)
