@@ -789,6 +789,20 @@ def process_sets_join_barrier():
                        tf.constant([float(size)]), mode + " global set beside another set")
         finally:
             hvd.remove_process_set(evens)
+    # A set the engine does not know is refused at the call with ValueError,
+    # in a graph while it is traced (Horovod's ProcessSet.size() does that).
+    fake = hvd.ProcessSet([0])
+    fake.process_set_id = 1000  # never registered, as Horovod's test does
+    traced = tf.function(lambda t: hvd.allreduce(t, process_set=fake), autograph=False)
+    for what, call in (("eagerly", lambda: hvd.allreduce(tf.ones(1), process_set=fake)),
+                       ("while tracing", lambda: traced.get_concrete_function(
+                           tf.TensorSpec([1], tf.float32)))):
+        try:
+            call()
+        except ValueError as exc:
+            assert "not a process set of this job" in str(exc), (what, exc)
+        else:
+            raise AssertionError("an unknown process set was accepted " + what)
     # Uneven data: rank r runs r + 1 steps, then joins.
     total = tf.zeros(1)
     for _ in range(rank + 1):
