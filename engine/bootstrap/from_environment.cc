@@ -75,6 +75,32 @@ std::unique_ptr<Bootstrap> tcp_from_environment() {
   return std::make_unique<TcpBootstrap>(std::move(o));
 }
 
+// A SPANK plugin that replaces each task's environment with one task's after
+// the tandem plugin ran leaves every rank with rank 0's identity. pyxis does
+// this when it is listed after tandem in plugstack.conf: it enters the
+// container in its task_init and imports the container's environment,
+// created from the first task's, into every task, but keeps each task's own
+// SLURM_PROCID. A disagreement is that, never a launcher's doing (tandem-run
+// inside a step sets TANDEM_RENDEZVOUS_SERVE=external and is left alone).
+void check_not_overwritten() {
+  if (!env::get("TANDEM_NNODES") || env::get("TANDEM_RENDEZVOUS_SERVE") == std::string("external")) return;
+  auto procid = env::get("SLURM_PROCID");
+  if (!procid) return;
+  for (const char* var : {"HOROVOD_RANK", "TANDEM_RANK"}) {
+    auto v = env::get(var);
+    if (!v || *v == *procid) continue;
+    const bool pyxis = env::get("PYXIS_VERSION").has_value();
+    throw BootstrapError(
+        std::string(var) + "=" + *v + " but this task is Slurm's task " + *procid +
+        " (SLURM_PROCID): " +
+        (pyxis ? "pyxis replaced every task's variables with the first task's, because "
+                 "tandem_spank.so is listed before pyxis (spank_pyxis.so) in plugstack.conf"
+               : "a SPANK plugin that ran after tandem_spank.so replaced the task's variables") +
+        ". The site must list tandem_spank.so after pyxis in plugstack.conf (docs/containers.md, "
+        "\"pyxis and enroot\")");
+  }
+}
+
 // Under srun --horovod the plugin gives every task both PMIx (srun's mpi/pmix)
 // and the TCP store's variables (rank 0's node, a port, the step's secret).
 // PMIx comes first; where it cannot work, inside a container whose image
@@ -111,6 +137,7 @@ std::unique_ptr<Bootstrap> bootstrap_from_environment() {
   pmix_unusable_reason().clear();
   Kind kind = requested_kind();
   if (kind == Kind::kAuto) {
+    check_not_overwritten();
     if (launched_by_pmix()) return pmix_or_tcp();
     if (tcp_requested()) kind = Kind::kTcp;
     else kind = Kind::kSingle;

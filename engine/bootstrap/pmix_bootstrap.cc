@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <set>
 #include <string>
@@ -61,6 +62,13 @@ class Session {
     std::lock_guard<std::mutex> lock(mu());
     State& s = state();
     if (!s.initialized) {
+      // A container that does not see slurmd's spool: PMIx_Init would fail
+      // after printing its own errors about the missing data store.
+      const char* dir = std::getenv("PMIX_SERVER_TMPDIR");
+      struct stat st {};
+      if (dir != nullptr && *dir != '\0' && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        throw PmixInitError(std::string("the PMIx server's directory ") + dir +
+                            " (PMIX_SERVER_TMPDIR) is not visible here");
       pmix_status_t rc = pmix_api().Init(&s.me, nullptr, 0);
       if (rc != PMIX_SUCCESS)
         throw PmixInitError("PMIx_Init failed: " + pmix_text(rc) +

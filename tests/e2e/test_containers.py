@@ -1,0 +1,288 @@
+"""Tandem inside the user's container, on the local cluster (docs/containers.md).
+
+The images are plain Debian root file systems built by
+contrib/containers/build-image.sh (debootstrap, cached under
+/opt/tandem-deps/images): nothing of Tandem, MPI or Slurm in them. The
+runtime is Charliecloud's ch-run through the site wrapper tandem-ch-run.
+Tests that need an image or ch-run skip, saying why, when it is missing;
+contrib/test.sh builds the images first (minutes, once per machine).
+
+Also here, without a container: the PMIx server invisible (PMIx's
+variables point where nothing is, as inside a container that does not see
+slurmd's spool), a private /dev/shm per task, and the plugin ordered
+before pyxis.
+"""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD_IMAGE = ROOT / "contrib" / "containers" / "build-image.sh"
+CH_RUN_WRAPPER = ROOT / "tools" / "tandem-ch-run"
+
+# A Horovod-style training script: same seed everywhere, a different batch
+# per rank, DistributedOptimizer; prints the final parameters.
+TRAIN = r"""
+import sys
+import torch
+import horovod.torch as hvd
+hvd.init()
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
+                               named_parameters=model.named_parameters())
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+g = torch.Generator().manual_seed(100 + hvd.rank())
+for _ in range(5):
+    x = torch.randn(16, 8, generator=g)
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+w = torch.cat([p.detach().double().flatten() for p in model.parameters()])
+# A digest of the exact values: srun cuts long lines of several tasks apart.
+import hashlib
+digest = hashlib.sha256(",".join(repr(v) for v in w.tolist()).encode()).hexdigest()
+print("PARAMS %d %d %d %s %r" % (hvd.rank(), hvd.size(), hvd.local_size(), digest, w[0].item()),
+      flush=True)
+"""
+
+# The core API on numpy arrays (no framework): for the old image.
+SUM = r"""
+import numpy as np
+import tandem
+from tandem import _arrays, _ops
+tandem.init()
+out = _arrays.wait_all([_arrays.start_allreduce("x", np.full(4, tandem.rank() + 1.0), _ops.Sum)])[0]
+print("SUM %d %d %s" % (tandem.rank(), tandem.size(), out.tolist()), flush=True)
+"""
+
+
+def image(name):
+    path = subprocess.run([str(BUILD_IMAGE), "--path", name], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    if not os.path.exists(os.path.join(path, ".complete")):
+        pytest.skip("image %s not built (contrib/containers/build-image.sh %s)" % (name, name))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ch_run():
+    if shutil.which("ch-run") is None:
+        pytest.skip("ch-run (Debian's charliecloud-runtime) is not installed: contrib/install-deps.sh")
+    return str(CH_RUN_WRAPPER)
+
+
+def params(output):
+    """rank -> (size, local_size, parameters) from the PARAMS lines."""
+    found = {}
+    for line in output.splitlines():
+        if line.startswith("PARAMS "):
+            _, rank, size, local, digest, first = line.split(" ", 5)
+            found[int(rank)] = (int(size), int(local), digest, float(first))
+    return found
+
+
+@pytest.fixture(scope="module")
+def work():
+    """Scripts go under the host's /tmp, which ch-run shares with the
+    container (the cluster's folder is not visible inside)."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="tandem-e2e-containers-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def write(work, name, text):
+    path = work / name
+    path.write_text(text)
+    return str(path)
+
+
+def check_same_everywhere(found, size):
+    assert sorted(found) == list(range(size)), found
+    first = found[0][2]
+    for rank, entry in found.items():
+        assert entry[2] == first, "rank %d ended with other parameters than rank 0" % rank
+    return first
+
+
+def test_torch_image_trains_as_on_bare_metal(cluster, work, ch_run):
+    """Debian 12 + Debian's torch 1.13, nothing of Tandem: 4 ranks on 2 nodes
+    through ch-run end with the parameters of the same run on bare metal."""
+    img = image("bookworm-torch")
+    script = write(work, "container_train.py", TRAIN)
+    env = {"USER": "root"}  # ch-run wants $USER; the test runs as root
+    inside = cluster.srun("-N", "2", "-n", "4", "--horovod=on", ch_run, img, "--",
+                          "python3", script, env=env, timeout=240)
+    assert inside.returncode == 0, inside.stdout + inside.stderr
+    bare = cluster.srun("-N", "2", "-n", "4", "--horovod=on", "/usr/bin/python3", script,
+                        timeout=240)
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    in_container = check_same_everywhere(params(inside.stdout), 4)
+    on_host = check_same_everywhere(params(bare.stdout), 4)
+    assert in_container == on_host
+    assert "cannot be preloaded" not in inside.stderr
+
+
+def test_old_image_runs_everything_and_the_collective(cluster, work, ch_run):
+    """Debian 11 (glibc 2.31): every program runs with the preload in place,
+    and the engine loads (its floor is glibc 2.28) and reduces across nodes."""
+    img = image("bullseye")
+    env = {"USER": "root"}
+    r = cluster.srun("-N", "2", "-n", "2", "--horovod=on", ch_run, img, "--", "sh", "-c",
+                     "/bin/true && ldd --version | head -n 1 && python3 -c 'import numpy'",
+                     env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2.31" in r.stdout
+    assert "ld.so" not in r.stderr and "ERROR" not in r.stderr, r.stderr
+    script = write(work, "container_sum.py", SUM)
+    r = cluster.srun("-N", "2", "-n", "4", "--horovod=on", ch_run, img, "--", "python3", script,
+                     env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sums = sorted(line for line in r.stdout.splitlines() if line.startswith("SUM "))
+    assert sums == ["SUM %d 4 [10.0, 10.0, 10.0, 10.0]" % k for k in range(4)], r.stdout
+
+
+def test_unloadable_engine_never_stops_a_program(cluster, work, ch_run):
+    """An engine the image cannot load (built against a newer glibc than the
+    image's, the case of every image older than the floor): programs run as
+    without Tandem, and the import names the cause and the fix."""
+    img = image("bullseye")
+    src = work / "new.c"
+    # pthread_create's default version is GLIBC_2.34 on this machine: too new for 2.31.
+    src.write_text("#include <pthread.h>\nvoid* f(void* a){return a;}\n"
+                   "int tandem_version(void){pthread_t t; return pthread_create(&t,0,f,0);}\n")
+    lib = work / "libtandem.so.0"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src), "-pthread"], check=True)
+    shim = pathlib.Path(cluster.engine).parent / "libtandem-preload.so"
+    # Plain ch-run with the variables the plugin would set, the folders bound
+    # by hand onto mount points under the host's /tmp (which ch-run shares).
+    mnt = pathlib.Path(tempfile.mkdtemp(prefix="tandem-unloadable-", dir="/tmp"))
+    for d in ("engine", "shim", "python"):
+        (mnt / d).mkdir()
+    cmd = ["ch-run", "-b", "%s:%s/engine" % (work, mnt), "-b", "%s:%s/shim" % (shim.parent, mnt),
+           "-b", "%s:%s/python" % (cluster.python_dir, mnt),
+           "--set-env=LD_PRELOAD=%s/shim/libtandem-preload.so" % mnt,
+           "--set-env=TANDEM_LIBRARY=%s/engine/libtandem.so.0" % mnt,
+           "--set-env=PYTHONPATH=%s/python" % mnt, img, "--"]
+    full = dict(os.environ, USER="root")
+    try:
+        r = subprocess.run(cmd + ["sh", "-c", "/bin/true && echo ran"], env=full,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout.strip() == "ran" and r.stderr == "", r
+        r = subprocess.run(cmd + ["python3", "-c", "import tandem; tandem.init()"], env=full,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0
+        assert "needs glibc 2.28 or newer and this image has glibc 2.31" in r.stderr, r.stderr
+        assert "GLIBC_2.34" in r.stderr, r.stderr
+    finally:
+        shutil.rmtree(mnt)
+
+
+def test_folder_not_visible_names_the_bind(cluster, work, ch_run):
+    """Plain ch-run (no wrapper): the site's folder is not in the image (only
+    the Python package, bound by hand). Every program still runs; the import
+    says what is missing and where to bind it."""
+    img = image("bookworm-torch")
+    pkg = work / "pkg"
+    pkg.mkdir(exist_ok=True)
+    r = cluster.srun("-N", "1", "-n", "1", "--horovod=on", "ch-run",
+                     "-b", "%s:%s" % (cluster.python_dir, pkg), img, "--",
+                     "sh", "-c", "/bin/true && PYTHONPATH=%s python3 -c 'import tandem; tandem.init()'" % pkg,
+                     env={"USER": "root"}, timeout=120)
+    assert r.returncode != 0
+    assert "is not visible inside this charliecloud container" in r.stderr, r.stderr
+    assert "must be visible at the same path" in r.stderr
+
+
+def test_pmix_server_invisible_bootstraps_over_tcp(cluster, work, any_torch_python):
+    """A task that cannot reach slurmd's PMIx server (its directory and
+    address point where nothing is, as in a container without the spool):
+    the job joins through the plugin's TCP store by itself. With PMIx forced
+    it fails: the fallback is what makes it work."""
+    hide = write(work, "hide_pmix.sh", "#!/bin/bash\n"
+                 "export PMIX_SERVER_TMPDIR=/nonexistent/pmix\n"
+                 "for v in $(compgen -e | grep '^PMIX_SERVER_URI'); do export \"$v=pmix-server.1;tcp4://127.0.0.1:9\"; done\n"
+                 "exec \"$@\"\n")
+    os.chmod(hide, 0o755)
+    script = write(work, "container_train.py", TRAIN)
+    r = cluster.srun("-N", "2", "-n", "4", "--horovod=on", hide, any_torch_python, script, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_same_everywhere(params(r.stdout), 4)
+    forced = cluster.srun("-N", "2", "-n", "2", "--horovod=on", hide, any_torch_python, script,
+                          env={"TANDEM_BOOTSTRAP": "pmix"}, timeout=120)
+    assert forced.returncode != 0
+    assert "PMIX_SERVER_TMPDIR" in forced.stderr and "is not visible here" in forced.stderr
+
+
+def private_shm(work):
+    path = write(work, "private_shm.sh", "#!/bin/bash\n"
+                 "# each task its own /dev/shm, as runc and Podman give each container\n"
+                 "exec unshare --mount --propagation private sh -c "
+                 "'mount -t tmpfs -o size=256m tmpfs /dev/shm && exec \"$0\" \"$@\"' \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_private_dev_shm_falls_back_to_tcp_inside_the_node(cluster, work, any_torch_python):
+    """Two tasks of a node with a /dev/shm each: bootstrapped over TCP (as
+    inside such containers, where PMIx is not visible) they are told apart
+    and talk over TCP, with one warning; the result is the same."""
+    wrap = private_shm(work)
+    script = write(work, "container_train.py", TRAIN)
+    r = cluster.srun("-N", "2", "-n", "4", "--horovod=on", wrap, any_torch_python, script,
+                     env={"TANDEM_BOOTSTRAP": "tcp"}, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = params(r.stdout)
+    check_same_everywhere(found, 4)
+    assert "share no /dev/shm or PID namespace" in r.stderr
+    bare = cluster.srun("-N", "2", "-n", "4", "--horovod=on", any_torch_python, script, timeout=240)
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    check_same_everywhere(params(bare.stdout), 4)
+    # Four nodes of one rank reduce in another order than 3+1 over shared
+    # memory: equal to float64 round-off of float32 sums, not bit for bit.
+    assert abs(params(bare.stdout)[0][3] - found[0][3]) <= 1e-6 * max(1.0, abs(found[0][3]))
+
+
+def test_private_dev_shm_under_pmix_is_one_clear_error(cluster, work, any_torch_python):
+    wrap = private_shm(work)
+    r = cluster.srun("-N", "1", "-n", "2", "--horovod=on", wrap, any_torch_python, "-c",
+                     "import tandem; tandem.init()", timeout=120)
+    assert r.returncode != 0
+    assert "do not see the same /dev/shm" in r.stderr, r.stderr
+    assert "--ipc=host" in r.stderr
+
+
+def test_tandem_listed_before_pyxis_is_named(cluster, any_torch_python):
+    """What a task gets when pyxis runs after tandem's task_init: the first
+    task's variables (HOROVOD_RANK, TANDEM_RANK) over its own, SLURM_PROCID
+    kept, PYXIS_VERSION set. The engine says so instead of joining as rank 0."""
+    r = cluster.srun("-N", "1", "-n", "2", "--horovod=on", "bash", "-c",
+                     "export HOROVOD_RANK=0 TANDEM_RANK=0 PYXIS_VERSION=0.20.0; exec \"$0\" -c "
+                     "'import tandem; tandem.init()'", any_torch_python, timeout=120)
+    assert r.returncode != 0
+    assert "tandem_spank.so is listed before pyxis" in r.stderr, r.stderr
+
+
+def test_plugin_sets_what_containers_need(cluster):
+    envs = cluster.task_envs("-N", "2", "-n", "2", "--horovod=on")
+    engine_dir = os.path.dirname(cluster.engine)
+    tokens = set()
+    for rank, e in enumerate(envs):
+        assert e["LD_PRELOAD"] == os.path.join(engine_dir, "libtandem-preload.so")
+        assert e["TANDEM_PYTHONPATH"] == cluster.python_dir
+        for var in ("APPTAINER_BIND", "SINGULARITY_BIND"):
+            assert e[var].split(",") == [engine_dir, cluster.python_dir]
+        assert e["TANDEM_RANK"] == str(rank) and e["TANDEM_SIZE"] == "2"
+        host, port = e["TANDEM_RENDEZVOUS_ADDR"].rsplit(":", 1)
+        assert e["MASTER_ADDR"] == host and 12288 <= int(port) < 16384
+        tokens.add(e["TANDEM_RENDEZVOUS_TOKEN"])
+    assert len(tokens) == 1 and len(tokens.pop()) == 32
+    again = cluster.task_envs("-N", "1", "-n", "1", "--horovod=on")
+    assert again[0]["TANDEM_RENDEZVOUS_TOKEN"] != envs[0]["TANDEM_RENDEZVOUS_TOKEN"]
