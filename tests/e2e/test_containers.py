@@ -286,3 +286,117 @@ def test_plugin_sets_what_containers_need(cluster):
     assert len(tokens) == 1 and len(tokens.pop()) == 32
     again = cluster.task_envs("-N", "1", "-n", "1", "--horovod=on")
     assert again[0]["TANDEM_RENDEZVOUS_TOKEN"] != envs[0]["TANDEM_RENDEZVOUS_TOKEN"]
+
+
+def test_enroot_hook_binds_the_folder_for_horovod_steps(cluster, work):
+    """The enroot hook, run as enroot runs it (ENROOT_ROOTFS, ENROOT_MOUNTS,
+    ENROOT_ENVIRON, the step's environment), then its mount lines applied as
+    enroot would (a bind per line, the mount point created) to a copy-on-write
+    view of the bookworm image: the engine loads and the package imports at
+    the host's paths. A step without --horovod gets nothing."""
+    img = image("bookworm-torch")
+    hook = pathlib.Path(cluster.build) / "etc" / "50-tandem.sh"
+    engine_dir = os.path.dirname(cluster.engine)
+    mounts, environ = work / "enroot.mounts", work / "enroot.environ"
+    for f in (mounts, environ):
+        f.write_text("")
+    env = dict(os.environ, ENROOT_ROOTFS=img, ENROOT_MOUNTS=str(mounts), ENROOT_ENVIRON=str(environ),
+               TANDEM_DIR="%s:%s" % (engine_dir, cluster.python_dir))
+    env.pop("TANDEM_RENDEZVOUS_TOKEN", None)
+    subprocess.run([str(hook)], env=env, check=True)
+    assert mounts.read_text() == ""
+    env["TANDEM_RENDEZVOUS_TOKEN"] = "0123456789abcdef"
+    subprocess.run([str(hook)], env=env, check=True)
+    lines = [line.split() for line in mounts.read_text().splitlines()]
+    assert [(l[0], l[1]) for l in lines] == [(engine_dir, engine_dir), (cluster.python_dir, cluster.python_dir)]
+    assert all("x-create=dir" in l[3] and "bind" in l[3] for l in lines)
+    # Apply them in a private mount namespace over an overlay of the image.
+    upper, wd, root = work / "upper", work / "wd", work / "root"
+    for d in (upper, wd, root):
+        d.mkdir(exist_ok=True)
+    binds = " && ".join("mkdir -p %s%s && mount --bind %s %s%s" % (root, l[1], l[0], root, l[1]) for l in lines)
+    probe = ("import ctypes, tandem; from tandem import _library; "
+             "lib = _library.library(); print('ENGINE', lib.loaded_file())")
+    script = ("mount -t overlay overlay -o lowerdir=%s,upperdir=%s,workdir=%s %s && %s && "
+              "chroot %s env PYTHONPATH=%s TANDEM_LIBRARY=%s python3 -c \"%s\"" % (
+                  img, upper, wd, root, binds, root, cluster.python_dir, cluster.engine, probe))
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ENGINE %s" % os.path.realpath(cluster.engine) in r.stdout, r.stdout
+
+
+@pytest.fixture(scope="module")
+def podman(cluster, work):
+    """podman with runc (crun fails under this machine's cgroup v1), its
+    storage and state in the test's folder (nothing in /var/lib/containers),
+    the site's containers.conf drop-in (etc/containers) for the build tree's
+    folders. Returns a function: podman(ipc_private=False) -> (command, env)."""
+    if shutil.which("podman") is None or shutil.which("runc") is None:
+        pytest.skip("podman or runc is not installed: contrib/install-deps.sh")
+    img = image("bookworm-torch")
+    store = work / "podman"
+    store.mkdir()
+    template = (ROOT / "etc" / "containers" / "tandem-containers.conf.in").read_text()
+    # podman's default limits (nofile 2^20, nproc) are above the hard limits
+    # tasks get here; the task's own hard limits are passed instead.
+    wrapper = write(work, "podman.sh", "#!/bin/bash\n"
+                    "lim() { local v; v=$(ulimit -H$1); [ \"$v\" = unlimited ] && v=-1; echo \"$v:$v\"; }\n"
+                    "exec podman --root %s --runroot %s run --rm --ulimit nofile=$(lim n) "
+                    "--ulimit nproc=4096:4096 \"$@\"\n" % (store / "root", store / "run"))
+    os.chmod(wrapper, 0o755)
+
+    def make(ipc_private=False):
+        engine_dir = os.path.dirname(cluster.engine)
+        conf = template.replace('volumes = ["@TANDEM_DIR@:@TANDEM_DIR@:ro"]', "volumes = [%s]" % ", ".join(
+            '"%s:%s:ro"' % (d, d) for d in (engine_dir, cluster.python_dir, str(work))))
+        if ipc_private:
+            conf = conf.replace('ipcns = "host"', 'ipcns = "private"').replace('pidns = "host"', 'pidns = "private"')
+        conf += '\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n'
+        path = work / ("containers-%s.conf" % ("private" if ipc_private else "host"))
+        path.write_text(conf)
+        cmd = [wrapper, "--rootfs", img + ":O"]
+        return cmd, {"CONTAINERS_CONF": str(path)}
+
+    yield make
+    # Overlays of containers that did not clean up, then the storage.
+    mounted = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout
+    for target in sorted((m for m in mounted.split() if m.startswith(str(store))), reverse=True):
+        subprocess.run(["umount", "-l", target])
+    shutil.rmtree(store, ignore_errors=True)
+    for parent in pathlib.Path("/sys/fs/cgroup").glob("*/libpod_parent"):
+        for d in sorted(parent.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if d.is_dir():
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass
+        try:
+            parent.rmdir()
+        except OSError:
+            pass
+
+
+def test_podman_trains_as_on_bare_metal(cluster, work, podman):
+    """Podman with the site's containers.conf (the folder as a volume, the
+    job's variables, the host's network, /dev/shm and PID namespace): one
+    container per task, the parameters of bare metal."""
+    script = write(work, "container_train.py", TRAIN)
+    cmd, env = podman()
+    r = cluster.srun("-N", "2", "-n", "4", "--horovod=on", *cmd, "python3", script, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    bare = cluster.srun("-N", "2", "-n", "4", "--horovod=on", "/usr/bin/python3", script, timeout=240)
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    assert check_same_everywhere(params(r.stdout), 4) == check_same_everywhere(params(bare.stdout), 4)
+
+
+def test_podman_private_ipc_falls_back_to_tcp(cluster, work, podman):
+    """Podman's defaults: every container its own /dev/shm and PID namespace.
+    PMIx is not visible inside, the job joins through the TCP store, and the
+    node's ranks, told apart, talk over TCP (one warning)."""
+    script = write(work, "container_train.py", TRAIN)
+    cmd, env = podman(ipc_private=True)
+    r = cluster.srun("-N", "2", "-n", "4", "--horovod=on", *cmd, "python3", script, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_same_everywhere(params(r.stdout), 4)
+    assert "share no /dev/shm or PID namespace" in r.stderr
