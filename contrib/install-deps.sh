@@ -13,6 +13,8 @@ packages=(
   slurmctld slurmd slurm-client munge hwloc iproute2 util-linux procps
   # comparisons in the benchmarks, python API and examples
   openmpi-bin libopenmpi-dev python3 python3-pytest python3-numpy python3-torch
+  # containers (tests/e2e/test_containers.py): image builds, Charliecloud, Podman with runc
+  debootstrap charliecloud-runtime podman runc
 )
 
 missing=()

@@ -3,7 +3,7 @@
 listed in docs/settings.md, and every variable listed there still exists.
 
 Variables are found as string literals in the C/C++/Python sources and shell
-scripts (engine/, plugin/, tools/, python/, contrib/, tests/e2e/), so a
+scripts (engine/, plugin/, tools/, python/, contrib/, etc/, tests/e2e/), so a
 new getenv("TANDEM_X") without a line in the docs fails this test. Names that
 are C identifiers of the public header (result codes, enums) are not settings.
 """
@@ -28,9 +28,12 @@ def header_identifiers():
 def used_variables():
     found = {}
     skip = header_identifiers()
-    for folder in ("engine", "plugin", "tools", "python", "contrib", "tests/e2e"):
+    for folder in ("engine", "plugin", "tools", "python", "contrib", "etc", "tests/e2e"):
         for path in (ROOT / folder).rglob("*"):
-            if path.suffix not in (".c", ".cc", ".h", ".py", ".sh", ".in") or not path.is_file():
+            if not path.is_file():
+                continue
+            script = path.suffix == "" and path.read_bytes()[:2] == b"#!"  # tools/tandem-ch-run
+            if path.suffix not in (".c", ".cc", ".h", ".py", ".sh", ".in") and not script:
                 continue
             for groups in LITERAL.findall(path.read_text(errors="replace")):
                 name = groups[0] or groups[1]
