@@ -348,8 +348,9 @@ def podman(cluster, work):
 
     def make(ipc_private=False):
         engine_dir = os.path.dirname(cluster.engine)
-        conf = template.replace('volumes = ["@TANDEM_DIR@:@TANDEM_DIR@:ro"]', "volumes = [%s]" % ", ".join(
-            '"%s:%s:ro"' % (d, d) for d in (engine_dir, cluster.python_dir, str(work))))
+        volumes = ['"%s:%s:ro"' % (d, d) for d in (engine_dir, cluster.python_dir)]
+        volumes.append('"%s:%s"' % (work, work))  # the test's scripts and results
+        conf = template.replace('volumes = ["@TANDEM_DIR@:@TANDEM_DIR@:ro"]', "volumes = [%s]" % ", ".join(volumes))
         if ipc_private:
             conf = conf.replace('ipcns = "host"', 'ipcns = "private"').replace('pidns = "host"', 'pidns = "private"')
         conf += '\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n'
@@ -400,3 +401,37 @@ def test_podman_private_ipc_falls_back_to_tcp(cluster, work, podman):
     assert r.returncode == 0, r.stdout + r.stderr
     check_same_everywhere(params(r.stdout), 4)
     assert "share no /dev/shm or PID namespace" in r.stderr
+
+
+def test_tensorflow_keras_image_trains_as_on_bare_metal(cluster, work, podman):
+    """TensorFlow 2.21 + Keras 3 in a container: the bookworm image with the
+    shared TF venv's site-packages bound in read-only and named by the
+    container's own PYTHONPATH (as an image's ENV would), nothing of Tandem.
+    The preload adds Tandem's packages before them. Horovod's
+    tensorflow2_keras_mnist-style example (examples/, synthetic data, no
+    dropout) ends with the weights of the same run on bare metal, on every
+    rank."""
+    site = "/opt/tandem-deps/tf/lib/python3.11/site-packages"
+    tf_python = "/opt/tandem-deps/tf/bin/python"
+    if not os.path.isdir(site) or not os.path.exists(tf_python):
+        pytest.skip("no TensorFlow venv (contrib/install-python-envs.sh)")
+    example = work / "tensorflow2_keras_mnist.py"
+    shutil.copy(ROOT / "examples" / "tensorflow2_keras_mnist.py", example)
+    args = ["--epochs", "1", "--num-samples", "1024", "--dropout", "0", "--no-shuffle",
+            "--warmup-epochs", "0", "--verbose", "0"]
+    cmd, env = podman()
+    cmd = cmd[:1] + ["-v", "%s:/opt/tf-site:ro" % site, "-e", "PYTHONPATH=/opt/tf-site"] + cmd[1:]
+    inside = cluster.srun("-N", "2", "-n", "4", "--horovod=on", *cmd, "python3", str(example), *args,
+                          "--save", str(work / "tf-container-{rank}.npz"), env=env, timeout=600)
+    assert inside.returncode == 0, inside.stdout + inside.stderr
+    bare = cluster.srun("-N", "2", "-n", "4", "--horovod=on", tf_python, str(example), *args,
+                        "--save", str(work / "tf-bare-{rank}.npz"), timeout=600)
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    import numpy as np
+    reference = np.load(work / "tf-bare-0.npz")
+    for rank in range(4):
+        for kind in ("container", "bare"):
+            got = np.load(work / ("tf-%s-%d.npz" % (kind, rank)))
+            assert sorted(got.files) == sorted(reference.files)
+            for key in reference.files:
+                assert np.array_equal(got[key], reference[key]), (kind, rank, key)
