@@ -211,7 +211,7 @@ def _load():
         try:
             return ctypes.CDLL(explicit, mode=os.RTLD_GLOBAL), explicit
         except OSError as exc:
-            if os.path.exists(explicit) and "GLIBC_" not in str(exc) and not _container():
+            if os.path.exists(explicit) and "GLIBC_" not in str(exc):
                 raise LibraryNotFound(
                     "TANDEM_LIBRARY=%s could not be loaded (%s): point it at libtandem.so "
                     "from a Tandem build or install, or unset it" % (explicit, exc)) from None
