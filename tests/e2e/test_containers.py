@@ -13,6 +13,7 @@ slurmd's spool), a private /dev/shm per task, and the plugin ordered
 before pyxis.
 """
 
+import json
 import os
 import pathlib
 import shutil
@@ -435,3 +436,39 @@ def test_tensorflow_keras_image_trains_as_on_bare_metal(cluster, work, podman):
             assert sorted(got.files) == sorted(reference.files)
             for key in reference.files:
                 assert np.array_equal(got[key], reference[key]), (kind, rank, key)
+
+
+def test_oci_runtime_wrapper_for_slurm_container(cluster, work):
+    """Slurm's --container (oci.conf RunTimeRun, 23.02+; Slurm 22.05 here
+    cannot run it with several tasks per node): tandem-oci-run edits the
+    bundle Slurm would hand to runc and runs runc. Checked with a real runc
+    and a bundle as Slurm makes it (the task's environment in process.env,
+    the image as root, read-only): the engine loads at the host's path, the
+    packages go before the image's own PYTHONPATH, the host's PID namespace."""
+    if shutil.which("runc") is None:
+        pytest.skip("runc is not installed: contrib/install-deps.sh")
+    img = image("bullseye")
+    bundle = work / "oci-bundle"
+    bundle.mkdir()
+    subprocess.run(["runc", "spec"], cwd=bundle, check=True)
+    config = json.loads((bundle / "config.json").read_text())
+    config["root"] = {"path": img, "readonly": True}
+    config["process"]["terminal"] = False
+    config["process"]["args"] = ["python3", "-c",
+                                 "import os, tandem; from tandem import _library; "
+                                 "print('ENGINE', _library.library().loaded_file()); "
+                                 "print('PYTHONPATH', os.environ['PYTHONPATH']); "
+                                 "print('PIDNS', os.readlink('/proc/self/ns/pid'))"]
+    engine_dir = os.path.dirname(cluster.engine)
+    config["process"]["env"] += ["TANDEM_LIBRARY=%s" % cluster.engine,
+                                 "TANDEM_PYTHONPATH=%s" % cluster.python_dir,
+                                 "LD_PRELOAD=%s/libtandem-preload.so" % engine_dir,
+                                 "PYTHONPATH=/image/own"]
+    (bundle / "config.json").write_text(json.dumps(config))
+    wrapper = ROOT / "tools" / "tandem-oci-run"
+    r = subprocess.run([str(wrapper), "runc", "run", "-b", str(bundle), "tandem-oci-%d" % os.getpid()],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ENGINE %s" % os.path.realpath(cluster.engine) in r.stdout, r.stdout
+    assert "PYTHONPATH %s:/image/own" % cluster.python_dir in r.stdout, r.stdout
+    assert "PIDNS %s" % os.readlink("/proc/self/ns/pid") in r.stdout, r.stdout
