@@ -36,6 +36,11 @@ flock 9
 if [ -f "$dest/.complete" ]; then exit 0; fi
 
 tmp="$images/.$name.tmp"
+# debootstrap mounts /proc and /sys in the new root; a failed or killed run
+# must not leave them mounted.
+unmount_tmp() { for m in proc sys dev/pts; do umount -l "$tmp/$m" 2>/dev/null || true; done; }
+trap unmount_tmp EXIT
+unmount_tmp
 rm -rf "$tmp"
 echo "build-image: debootstrap $suite ($include) into $dest"
 start=$(date +%s)
