@@ -126,6 +126,13 @@ if [ "$inside" -eq 1 ]; then
   echo "$info" | contains "installed under /usr" || fail "tandem-info: $info"
   echo "$info" | contains "loaded from /usr/lib/.*/libtandem.so.0" || fail "tandem-info does not load libtandem.so.0: $info"
   pass "tandem-info: $(echo "$info" | head -n 1)"
+  # The C tools link the engine, which is in its own folder, not on ld.so's path.
+  for tool in tandem-bench tandem-step-bench; do
+    ldd "/usr/bin/$tool" | contains "libtandem.so.0 => $tdir/libtandem.so.0" || fail "$tool does not find $tdir/libtandem.so.0: $(ldd "/usr/bin/$tool")"
+  done
+  out=$(timeout 120 tandem-bench -c allreduce -b 8 -e 8 -n 2 2>&1) && echo "$out" | contains 'Out of bounds values : 0 OK' \
+    || { echo "$out" >&2; fail "tandem-bench in a world of one"; }
+  pass "tandem-bench and tandem-step-bench load $tdir/libtandem.so.0 (RUNPATH); tandem-bench runs"
 
   echo "== module load tandem"
   probe='import horovod.torch as hvd; hvd.init(); print(hvd.size())'
