@@ -15,6 +15,8 @@ packages=(
   openmpi-bin libopenmpi-dev python3 python3-pytest python3-numpy python3-torch
   # packages (contrib/package/): the .deb and its install test, the RPM, the module
   debhelper dh-python ccache groff-base man-db rpm lmod
+  # containers (tests/e2e/test_containers.py): image builds, Charliecloud, Podman with runc
+  debootstrap charliecloud-runtime podman runc
 )
 
 missing=()

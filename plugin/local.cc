@@ -9,6 +9,7 @@
 // prediction held: a step is never enabled without PMIx.
 #include <cstdlib>
 
+#include "container_env.h"
 #include "plugin_error.h"
 #include "plugin_state.h"
 #include "srun_args.h"
@@ -41,6 +42,14 @@ void local_init(spank_t /*sp*/, PluginState& st) {
       throw PluginError("could not set SLURM_MPI_TYPE=pmix for --horovod");
     }
     st.forced_pmix = true;
+  }
+  // The TCP store's secret, for steps whose tasks cannot reach PMIx (inside
+  // a container): drawn here, once per step, and carried to every task in
+  // srun's environment like SLURM_MPI_TYPE (container_env.h).
+  if (mode_enabled(mode)) {
+    if (setenv("TANDEM_RENDEZVOUS_TOKEN", random_token().c_str(), 1) != 0) {
+      throw PluginError("could not set TANDEM_RENDEZVOUS_TOKEN for --horovod");
+    }
   }
   // A rank that fails (an engine error: a lost, stopped or cut-off peer)
   // ends the step: srun kills the other tasks, a stopped one included, and

@@ -5,6 +5,7 @@
 // the task's and CUDA_VISIBLE_DEVICES/PMIX_RANK are already there.
 #include <cstdio>
 
+#include "container_env.h"
 #include "identity.h"
 #include "node_facts.h"
 #include "plugin_error.h"
@@ -83,6 +84,8 @@ void remote_task_init(spank_t sp, PluginState& st) {
       bind_task(st.config, id, env, st.node_topology ? &*st.node_topology : nullptr);
   if (!st.torch) throw PluginError("internal: torch.distributed's rendezvous was not prepared");
   export_torch_env(id, *st.torch, env);
+  export_container_env(st.config, id, st.torch->master_addr, item<uint32_t>(sp, S_JOB_ID, "the job id"),
+                       item<uint32_t>(sp, S_JOB_STEPID, "the step id"), env);
   if (mode == Mode::kVerbose) {
     const std::string line = describe_task(id, env, allowed_cpus(), binding.summary);
     std::fprintf(stderr, "%s\n", line.c_str());
