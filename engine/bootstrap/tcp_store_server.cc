@@ -192,6 +192,7 @@ struct TcpStoreServer::Impl {
 
   // One complete frame from c.
   void handle(Conn& c, const uint8_t* p, size_t n) {
+    srv->requests_.fetch_add(1, std::memory_order_relaxed);
     store::Reader r(p, n);
     auto op = static_cast<store::Op>(r.u8());
     if (!c.authed) {
@@ -233,7 +234,11 @@ struct TcpStoreServer::Impl {
     bool closed = false;
     for (;;) {
       ssize_t k = ::recv(c.fd.get(), buf, sizeof(buf), 0);
-      if (k > 0) { c.in.insert(c.in.end(), buf, buf + k); continue; }
+      if (k > 0) {
+        srv->bytes_in_.fetch_add(static_cast<uint64_t>(k), std::memory_order_relaxed);
+        c.in.insert(c.in.end(), buf, buf + k);
+        continue;
+      }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       closed = true;  // closed or reset; what came before (a BYE) still counts
@@ -254,7 +259,11 @@ struct TcpStoreServer::Impl {
   void write_to(Conn& c) {
     while (!c.out.empty()) {
       ssize_t k = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
-      if (k > 0) { c.out.erase(c.out.begin(), c.out.begin() + k); continue; }
+      if (k > 0) {
+        srv->bytes_out_.fetch_add(static_cast<uint64_t>(k), std::memory_order_relaxed);
+        c.out.erase(c.out.begin(), c.out.begin() + k);
+        continue;
+      }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       c.dead = true;
@@ -305,6 +314,14 @@ TcpStoreServer::~TcpStoreServer() {
   uint64_t one = 1;
   (void)!::write(wake_fd_.get(), &one, sizeof(one));
   if (thread_.joinable()) thread_.join();
+}
+
+TcpStoreServer::Traffic TcpStoreServer::traffic() const {
+  Traffic t;
+  t.requests = requests_.load(std::memory_order_relaxed);
+  t.bytes_in = bytes_in_.load(std::memory_order_relaxed);
+  t.bytes_out = bytes_out_.load(std::memory_order_relaxed);
+  return t;
 }
 
 bool TcpStoreServer::wait_until_idle(Deadline deadline) {

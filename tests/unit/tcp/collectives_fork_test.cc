@@ -1,6 +1,6 @@
 // The algorithms across nodes over the real TCP transport, ranks as forked
 // processes on loopback (collectives/: recursive doubling, halving-doubling,
-// ring, the model's pick; Bruck and pairwise allgather; binomial and
+// ring, the model's pick; Bruck and ring allgather; binomial and
 // scatter-allgather broadcast), 1-8 ranks:
 //   - exact values of small integers for several types and ops, sizes 0, 1,
 //     odd and several 1 MiB pieces;
@@ -107,7 +107,7 @@ void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>
     }
     std::vector<uint8_t> mine(bytes[rank]), all(total);
     for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<uint8_t>(rank + i * 3);
-    if (g == 0) allgatherv_pairwise(*t, mine.data(), all.data(), bytes);
+    if (g == 0) allgatherv_ring(*t, mine.data(), all.data(), bytes);
     else if (g == 1) allgatherv_bruck(*t, mine.data(), all.data(), bytes);
     else allgatherv(*t, mine.data(), all.data(), bytes);
     size_t pos = 0;
