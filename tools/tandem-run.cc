@@ -394,10 +394,10 @@ int Launcher::run() {
     const auto t = store.traffic();
     std::fprintf(stderr,
                  "tandem-run: rendezvous store served %llu requests, %llu bytes in, %llu bytes "
-                 "out\n",
+                 "out, %.3f s of CPU\n",
                  static_cast<unsigned long long>(t.requests),
                  static_cast<unsigned long long>(t.bytes_in),
-                 static_cast<unsigned long long>(t.bytes_out));
+                 static_cast<unsigned long long>(t.bytes_out), t.cpu_ns / 1e9);
   }
   return exit_code_;
 }

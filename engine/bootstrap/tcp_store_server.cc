@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -408,6 +409,11 @@ TcpStoreServer::Traffic TcpStoreServer::traffic() const {
   t.requests = requests_.load(std::memory_order_relaxed);
   t.bytes_in = bytes_in_.load(std::memory_order_relaxed);
   t.bytes_out = bytes_out_.load(std::memory_order_relaxed);
+  clockid_t clock;
+  timespec ts{};
+  if (pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &clock) == 0 &&
+      clock_gettime(clock, &ts) == 0)
+    t.cpu_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
   return t;
 }
 

@@ -39,12 +39,14 @@ class TcpStoreServer {
   // fast ones may already have joined the next one.
   bool wait_until_session_left(uint32_t session, Deadline deadline);
 
-  // What the store has served so far: requests handled and bytes through
-  // its sockets, for the scale harness (tandem-run --store-stats).
+  // What the store has served so far: requests handled, bytes through its
+  // sockets and the CPU time of its thread, for the scale harness
+  // (tandem-run --store-stats).
   struct Traffic {
     uint64_t requests = 0;
     uint64_t bytes_in = 0;
     uint64_t bytes_out = 0;
+    uint64_t cpu_ns = 0;
   };
   Traffic traffic() const;
 
