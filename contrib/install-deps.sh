@@ -13,6 +13,8 @@ packages=(
   slurmctld slurmd slurm-client munge hwloc iproute2 util-linux procps
   # comparisons in the benchmarks, python API and examples
   openmpi-bin libopenmpi-dev python3 python3-pytest python3-numpy python3-torch
+  # packages (contrib/package/): the .deb and its install test, the RPM, the module
+  debhelper dh-python ccache groff-base man-db rpm lmod
 )
 
 missing=()

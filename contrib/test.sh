@@ -47,9 +47,23 @@ e2e_pythons=($("$root/contrib/install-python-envs.sh" --print-pythons))
 stage end-to-end /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
   --junitxml="$build/e2e-results.xml" --build-dir="$build" "${e2e_pythons[@]}" "$root/tests/e2e"
 
+# What a site installs: the .deb from a clean clone of HEAD, installed, used
+# (a cluster from the installed files, torch and TF training, the module,
+# the man pages), removed and purged inside a throwaway mount namespace (the
+# machine's /usr, /etc, /var never see it); the RPM built from a meson dist
+# tarball and installed in a scratch --root. Both reuse ccache across runs.
+package_stage() {  # package_stage NAME: contrib/package/test-NAME.sh, its log kept for the summary
+  set -o pipefail
+  "$root/contrib/package/test-$1.sh" 2>&1 | tee "$build/package-$1.log"
+}
+stage package-deb package_stage deb
+stage package-rpm package_stage rpm
+
 echo "== summary"
 /usr/bin/python3 "$root/contrib/test_summary.py" \
   "meson:$build/meson-logs/testlog.json" \
   "meson:$build/meson-logs/testlog-without-cuda.json" \
-  "junit:$build/e2e-results.xml" || failed=$((failed + 1))
+  "junit:$build/e2e-results.xml" \
+  "checks:$build/package-deb.log" \
+  "checks:$build/package-rpm.log" || failed=$((failed + 1))
 [ "$failed" -eq 0 ]
