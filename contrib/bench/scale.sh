@@ -10,8 +10,9 @@
 # allreduce, the sockets a rank holds (the most of any rank), the bytes the
 # rendezvous store served (bootstrap traffic), an 8-byte and a 1 MiB
 # allreduce (slowest rank's mean), a runtime step (one named 8-byte tensor
-# negotiated and reduced) with the negotiation bytes per cycle, and the load
-# average beside each row. Then, at the largest N: a soft RLIMIT_NOFILE far
+# negotiated and reduced) with the negotiation bytes per cycle and the
+# rounds per step that exchanged messages (0 once the tensor is cached: the
+# rounds are bits), and the load average beside each row. Then, at the largest N: a soft RLIMIT_NOFILE far
 # below N (SCALE_NOFILE, planned must start; all must fail at init with the
 # limit named), and the failure drill: one rank SIGKILLed in a loop of
 # allreduces, every survivor must fail, and how long the last one took.
@@ -65,8 +66,8 @@ probe_run() {
   echo "$(grep '^scale ' <<<"$line") $st"
 }
 
-printf '%-8s %5s %11s %7s %5s %9s %8s %7s %9s %9s %10s %8s  %s\n' scheme N "launch->1st" sockets fds \
-  "store req" "store MB" "CPU s" "8 B us" "1 MiB ms" "step us" "neg B/c" "load (1, 5, 15 min)"
+printf '%-8s %5s %11s %7s %5s %9s %8s %7s %9s %9s %10s %8s %8s  %s\n' scheme N "launch->1st" sockets fds \
+  "store req" "store MB" "CPU s" "8 B us" "1 MiB ms" "step us" "neg B/c" "msg/step" "load (1, 5, 15 min)"
 for n in $ns; do
   for scheme in $schemes; do
     if [ "$scheme" = all ] && [ "$n" -gt "$all_up_to" ]; then continue; fi
@@ -75,12 +76,13 @@ for n in $ns; do
       echo "$scheme $n $r"; failed=$((failed + 1)); continue
     fi
     sb=$(field store_bytes "$r")
-    printf '%-8s %5s %11s %7s %5s %9s %8.2f %7s %9s %9s %10s %8s  %s -> %s\n' "$scheme" "$n" \
+    printf '%-8s %5s %11s %7s %5s %9s %8.2f %7s %9s %9s %10s %8s %8s  %s -> %s\n' "$scheme" "$n" \
       "$(field launch_to_first_ms "$r") ms" "$(field sockets_max "$r")" "$(field fds_max "$r")" \
       "$(field requests "$r")" "$(echo "$sb" | awk -F+ '{print ($1 + $2) / 1e6}')" \
       "$(field store_cpu_s "$r")" "$(field allreduce_8B_us "$r")" \
       "$(field allreduce_1MiB_ms "$r")" "$(field step_us "$r")" \
-      "$(field negotiation_bytes_per_cycle "$r")" "$l0" "$(load)"
+      "$(field negotiation_bytes_per_cycle "$r")" "$(field message_rounds_per_step "$r")" \
+      "$l0" "$(load)"
     echo "$scheme $n $r" >> "$out/rows"
   done
 done

@@ -166,12 +166,13 @@ int main(void) {
   float in[2] = {1, 1}, out[2];
   const int64_t shape[1] = {2};
   tandem_tensor_t tensor = {"scale.step", in, out, TANDEM_FLOAT32, TANDEM_DEVICE_CPU, 1, shape};
-  uint64_t cycles0 = 0, bytes0 = 0;
+  uint64_t cycles0 = 0, bytes0 = 0, messages0 = 0;
   for (long i = 0; i < steps + warm; ++i) {
     if (i == warm) {
       t0 = now_s();
       cycles0 = counter("cycles");
       bytes0 = counter("negotiation_bytes");
+      messages0 = counter("message_rounds");
     }
     tandem_handle_t h;
     if (tandem_enqueue_allreduce(&tensor, TANDEM_SUM, 1.0, 1.0, TANDEM_GLOBAL_PROCESS_SET, &h) != TANDEM_SUCCESS)
@@ -182,12 +183,14 @@ int main(void) {
   const double us_step = (now_s() - t0) / (double)steps * 1e6;
   const double cycles = (double)(counter("cycles") - cycles0);
   const double neg_bytes = (double)(counter("negotiation_bytes") - bytes0);
+  const double message_rounds = (double)(counter("message_rounds") - messages0);
 
   int sockets_end, fds_end;
   count_fds(&sockets_end, &fds_end);
-  enum { kFields = 12 };
+  enum { kFields = 13 };
   double mine[kFields] = {t_init - t_main, t_first - t_main, t_first, sockets_init, sockets_end,
-                          fds_end, us_small, ms_large, us_step, cycles, neg_bytes, t_main};
+                          fds_end, us_small, ms_large, us_step, cycles,
+                          cycles > 0 ? neg_bytes / cycles : 0, t_main, message_rounds};
   double *all = malloc(sizeof(mine) * (size_t)size);
   if (!all) die(rank, "malloc", "out of memory");
   if (tandem_allgather(mine, kFields, all, TANDEM_FLOAT64) != TANDEM_SUCCESS)
@@ -207,10 +210,10 @@ int main(void) {
     printf("scale ranks=%d launch_to_first_ms=%.0f main_to_init_ms=%.0f main_to_first_ms=%.0f "
            "sockets_max=%.0f sockets_mean=%.1f sockets_end_max=%.0f fds_max=%.0f "
            "allreduce_8B_us=%.0f allreduce_1MiB_ms=%.1f step_us=%.0f cycles_per_step=%.2f "
-           "negotiation_bytes_per_cycle=%.0f\n",
+           "message_rounds_per_step=%.2f negotiation_bytes_per_cycle=%.0f\n",
            size, (max[2] - launch) * 1e3, max[0] * 1e3, max[1] * 1e3, max[3], sum[3] / size, max[4],
-           max[5], max[6], max[7], max[8], max[9] / (double)steps,
-           max[9] > 0 ? max[10] / max[9] : 0.0);
+           max[5], max[6], max[7], max[8], max[9] / (double)steps, max[12] / (double)steps,
+           max[10]);
     fflush(stdout);
   }
   free(all);
