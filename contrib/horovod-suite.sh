@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Runs Horovod's public PyTorch test suite against Tandem's `horovod` shim:
-# each test in its own tandem-run job of N ranks with a deadline, then one
-# line of counts (passed, failed, hung, skipped).
+# Runs one of Horovod's public test files (test_torch.py, test_tensorflow.py,
+# test_tensorflow_process_sets.py, test_tensorflow2_keras.py, ...) against
+# Tandem's `horovod` shim: each test in its own tandem-run job of N ranks
+# with a deadline, then one line of counts (passed, failed, hung, skipped).
 #
-#   contrib/horovod-suite.sh [options] PATH/TO/test/parallel/test_torch.py
+#   contrib/horovod-suite.sh [options] PATH/TO/test/parallel/test_FILE.py
 #
 #   -np N        ranks per job (default 2)
 #   -b DIR       Meson build tree (default: build)
-#   -p PYTHON    interpreter of the ranks (default /usr/bin/python3; e.g.
-#                /opt/tandem-deps/torch2/bin/python for torch 2.x)
+#   -p PYTHON    interpreter of the ranks (default /usr/bin/python3, torch 1.13;
+#                /opt/tandem-deps/torch2/bin/python for torch 2.x,
+#                /opt/tandem-deps/tf/bin/python for TensorFlow and Keras)
 #   -t SECONDS   deadline per test; a job still running then is a hang and is
 #                killed (default 180)
 #   -k REGEX     only tests whose name matches (grep -E)
@@ -21,7 +23,11 @@
 # file is run in place, never copied into this project. Its helper module
 # (test/utils/common.py) needs horovod.runner, mock and cloudpickle, which
 # the shim lacks; contrib/horovod_suite/common.py provides the three helpers
-# the torch suite imports, first on PYTHONPATH.
+# the files import, first on PYTHONPATH, and its sitecustomize.py the two
+# helpers of Horovod's package the TensorFlow files import
+# (horovod.runner.common.util.env, horovod.common.util). `parameterized`
+# (test_tensorflow2_keras.py) comes from contrib/install-python-envs.sh's
+# suite folder.
 #
 # A test passes when every rank reports it passed (or some passed and the
 # rest skipped) and the job exits 0; it is skipped when every rank skipped;
@@ -78,8 +84,17 @@ EOF
 )
 [ ${#ids[@]} -gt 0 ] || { echo "horovod-suite: no tests found in $test_file" >&2; exit 2; }
 
-torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?')
-export PYTHONPATH="$root/contrib/horovod_suite:$build/python${PYTHONPATH:+:$PYTHONPATH}"
+# The framework the file tests, for the summary line.
+case $(basename "$test_file") in
+  *torch*) framework=torch ;;
+  *keras*) framework=keras ;;
+  *) framework=tensorflow ;;
+esac
+version=$(TF_CPP_MIN_LOG_LEVEL=3 "$python" -c "import $framework; print($framework.__version__)" \
+  2>/dev/null || echo '?')
+suite_path=$("$root/contrib/install-python-envs.sh" --print-suite-path)
+export PYTHONPATH="$root/contrib/horovod_suite:$build/python:$suite_path${PYTHONPATH:+:$PYTHONPATH}"
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 unset TANDEM_LIBRARY LD_PRELOAD
 
 passed=0 failed=0 hung=0 skipped=0 total=0
@@ -122,7 +137,7 @@ for id in "${ids[@]}"; do
 done
 
 echo "horovod-suite: $passed passed, $failed failed, $hung hung, $skipped skipped" \
-  "(of $total) at $np ranks, $python (torch $torch_version), deadline ${deadline}s"
+  "(of $total) at $np ranks, $python ($framework $version), deadline ${deadline}s"
 if [ ${#not_passed[@]} -gt 0 ] || [ $keep -eq 1 ]; then
   echo "horovod-suite: logs in $logdir"
 else

@@ -10,6 +10,10 @@
 # Layout under $TANDEM_DEPS:
 #   torch2/   venv: torch==2.13.0 (CPU), numpy, pytest, keras==3.15.1 (torch backend)
 #   tf/       venv: tensorflow-cpu==2.21.0, keras==3.15.1, pytest
+#   lint/     venv: ruff==0.17.5 (contrib/check-layers.sh lints python/, tests/, contrib/)
+#   suite/    parameterized==0.9.0 (pure Python, pip --target): what Horovod's own
+#             test files import beyond their framework; contrib/horovod-suite.sh puts
+#             it on PYTHONPATH, nothing else does
 #   nccl/include/nccl.h   from the nvidia-nccl-cu13 wheel, used only when the
 #                         CUDA toolkit under /usr/local/cuda has no nccl.h
 #
@@ -67,6 +71,16 @@ if [ "${1:-}" = "--print" ]; then
   exit 0
 fi
 
+if [ "${1:-}" = "--print-ruff" ]; then  # the linter contrib/check-layers.sh runs
+  echo "$deps/lint/bin/ruff"
+  exit 0
+fi
+
+if [ "${1:-}" = "--print-suite-path" ]; then  # contrib/horovod-suite.sh's PYTHONPATH entry
+  echo "$deps/suite"
+  exit 0
+fi
+
 mkdir -p "$deps"
 
 # keras in torch2: Keras 3 on its torch backend (KERAS_BACKEND=torch), served
@@ -75,6 +89,18 @@ make_venv torch2 'import os; os.environ["KERAS_BACKEND"] = "torch"; import torch
   torch==2.13.0 numpy pytest keras==3.15.1
 make_venv tf 'import tensorflow as tf, keras, pytest; assert tf.__version__ == "2.21.0" and keras.__version__ == "3.15.1"' \
   tensorflow-cpu==2.21.0 keras==3.15.1 pytest
+make_venv lint 'import subprocess, sys, os; out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ruff"), "--version"], capture_output=True, text=True).stdout; assert out.split() == ["ruff", "0.17.5"], out' \
+  ruff==0.17.5
+
+if [ ! -f "$deps/suite/.complete" ]; then
+  echo "install-python-envs: $deps/suite (parameterized==0.9.0)"
+  rm -rf "$deps/suite"
+  "$(base_python)" -m pip install -q --disable-pip-version-check --target "$deps/suite" \
+    parameterized==0.9.0 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+  [ -f "$deps/suite/parameterized/__init__.py" ] || {
+    echo "install-python-envs: parameterized did not install into $deps/suite" >&2; exit 1; }
+  touch "$deps/suite/.complete"
+fi
 
 if [ ! -f "$cuda/include/nccl.h" ] && [ ! -f "$deps/nccl/include/nccl.h" ]; then
   echo "install-python-envs: nccl.h from nvidia-nccl-cu13==$nccl_wheel_version into $deps/nccl"

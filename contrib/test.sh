@@ -2,7 +2,8 @@
 # The one command that runs every Tandem test on a fresh Debian 12 machine:
 # installs what is missing, builds with warnings as errors, runs the unit
 # tests, starts the local Slurm cluster, runs the end-to-end and Python tests
-# under real srun, and stops the cluster leaving nothing behind.
+# under real srun, and stops the cluster leaving nothing behind. The
+# structure and lint checks (contrib/check-layers.sh) run before the tests.
 #
 #   contrib/test.sh            # everything
 #   BUILD=dir contrib/test.sh  # another build directory (default: build)
@@ -31,6 +32,8 @@ stage() {  # stage NAME CMD...: runs one stage; a failure is counted, later stag
   echo "== $name"
   "$@" || { echo "== $name: FAILED"; failed=$((failed + 1)); }
 }
+
+stage layers "$root/contrib/check-layers.sh"
 
 stage unit meson test -C "$build" --print-errorlogs --suite unit
 

@@ -60,7 +60,8 @@ _IN_PROGRESS = "TANDEM_ERR_IN_PROGRESS"
 
 
 def _class_name(result_name):
-    suffix = result_name[len("TANDEM_ERR_"):] if result_name.startswith("TANDEM_ERR_") else result_name
+    prefix = "TANDEM_ERR_"
+    suffix = result_name[len(prefix):] if result_name.startswith(prefix) else result_name
     return "".join(part.capitalize() for part in suffix.split("_")) + "Error"
 
 

@@ -130,13 +130,13 @@ def test_verbose_prints_one_line_per_task(cluster):
 
 
 def test_sbatch_option_reaches_every_srun_and_off_overrides(cluster):
-    script = f"""#!/bin/bash
+    script = """#!/bin/bash
 #SBATCH --horovod=on
 #SBATCH -N 2 -n 4 --ntasks-per-node=2
-echo "batch HOROVOD_RANK=${{HOROVOD_RANK:-unset}} LD_PRELOAD=${{LD_PRELOAD:-unset}} PMIX_RANK=${{PMIX_RANK:-unset}} PYTHONPATH=${{PYTHONPATH:-unset}}"
+echo "batch HOROVOD_RANK=${HOROVOD_RANK:-unset} LD_PRELOAD=${LD_PRELOAD:-unset} PMIX_RANK=${PMIX_RANK:-unset} PYTHONPATH=${PYTHONPATH:-unset}"
 srun --immediate=10 bash -c 'echo "on $HOROVOD_RANK $HOROVOD_CROSS_RANK $PMIX_RANK $LD_PRELOAD"'
 srun --immediate=10 -N 1 -n 1 bash -c 'echo "again $HOROVOD_RANK/$HOROVOD_SIZE"'
-srun --immediate=10 --horovod=off bash -c 'echo "off ${{HOROVOD_RANK:-unset}} ${{PMIX_RANK:-unset}} ${{LD_PRELOAD:-unset}}"'
+srun --immediate=10 --horovod=off bash -c 'echo "off ${HOROVOD_RANK:-unset} ${PMIX_RANK:-unset} ${LD_PRELOAD:-unset}"'
 """
     b = cluster.sbatch(script, env={"LD_PRELOAD": None, "PYTHONPATH": None})
     assert (b.state, b.exit_code) == ("COMPLETED", "0:0"), b.output + b.stderr

@@ -88,7 +88,7 @@ def test_interpreter_with_nothing_of_tandem_is_served_by_the_plugin(cluster, tor
     assert sorted(int(l[0]) for l in lines) == [0, 1], r.stdout
     prefix = subprocess.run([torch_python, "-c", "import sys; print(sys.prefix)"],
                             capture_output=True, text=True, check=True).stdout.strip()
-    for rank, got_prefix, horovod_dir, tandem_dir, origin, libs in lines:
+    for _rank, got_prefix, horovod_dir, tandem_dir, origin, libs in lines:
         assert got_prefix == prefix
         assert horovod_dir == tandem_dir == cluster.python_dir
         assert "already loaded" in origin, origin
@@ -114,7 +114,7 @@ def test_four_ranks_on_two_nodes_equal_one_process(cluster, torch_python, tmp_pa
                "print(max((a[k] - b[k]).abs().max().item() for k in a))")
     worst = float(subprocess.run([torch_python, "-c", compare, str(one), str(four)],
                                  capture_output=True, text=True, check=True).stdout)
-    # Tolerance and its justification: tests/python/test_equivalence.py.
+    # Tolerance and its justification: tests/python/test_torch_equivalence.py.
     assert worst <= 1e-5, worst
 
 

@@ -10,6 +10,6 @@ Keras 2's ``experimental_run_tf_function`` (dropped). Differences:
 docs/keras.md.
 """
 
-from tandem.keras import *  # noqa: F401,F403
+from tandem.keras import *  # noqa: F403
 from tandem.keras import __all__  # noqa: F401
 from horovod.keras import callbacks  # noqa: F401 (hvd.callbacks.*)

@@ -8,6 +8,6 @@ pass it.
 Differences from Horovod: docs/keras.md.
 """
 
-from tandem.keras import *  # noqa: F401,F403
+from tandem.keras import *  # noqa: F403
 from tandem.keras import __all__  # noqa: F401
 from horovod.tensorflow.keras import callbacks  # noqa: F401 (hvd.callbacks.*)

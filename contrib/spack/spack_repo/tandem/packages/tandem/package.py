@@ -9,7 +9,7 @@
 # line, the module). Slurm must be the site's own, as an external: the plugin
 # loads only into the Slurm release series it was compiled against, so the
 # concretized slurm's version is part of this package's hash.
-from spack.package import *  # noqa: F401,F403
+from spack.package import *
 
 try:  # Spack >= 1.0: build systems live in the builtin package repository
     from spack_repo.builtin.build_systems.meson import MesonPackage

@@ -14,7 +14,7 @@ import re
 import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-from workers import check_keras  # noqa: E402 (imports keras with that backend)
+from workers import check_keras
 
 ENV = {"KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
 JOBS = {}

@@ -11,7 +11,7 @@ the engine, on the enqueuing thread, right before each enqueue; results of
 allgather/alltoall/reducescatter are allocated on the tensor's device and
 filled by tandem_handle_copy_output, with the streams ordered around that
 copy; CPU tensors still take the host path. What they cannot prove: anything
-that needs a GPU (tests/python/test_gpu.py runs that where one exists).
+that needs a GPU (tests/python/test_torch_gpu.py runs that where one exists).
 """
 
 import threading

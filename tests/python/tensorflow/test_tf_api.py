@@ -7,10 +7,9 @@ passed on every rank, so a failure names the call that broke. World sizes:
 non-power-of-two paths are taken).
 """
 
-import re
-
 import pytest
 
+from conftest import assert_passed
 from workers import check_tf_api
 
 JOBS = {}
@@ -25,11 +24,4 @@ def job(ranks, np):
 @pytest.mark.parametrize("np", [1, 2, 3])
 @pytest.mark.parametrize("name", [fn.__name__ for fn in check_tf_api.CHECKS])
 def test_check_passes_on_every_rank(ranks, np, name):
-    result = job(ranks, np)
-    output = result.stdout + result.stderr
-    passed = set(int(r) for r in re.findall(r"^(?:\[\d+\] )?PASS %s rank (\d+)$" % name,
-                                            result.stdout, re.M))
-    failures = re.findall(r"^.*FAIL %s rank \d+: .*$" % name, result.stdout, re.M)
-    assert not failures, "\n".join(failures)
-    assert passed == set(range(np)), "check %s passed on ranks %s of %d; job exit %d:\n%s" % (
-        name, sorted(passed), np, result.returncode, output[-4000:])
+    assert_passed(job(ranks, np), np, name)
