@@ -106,6 +106,71 @@ void connect_planned(tcp::Connector& links, const std::vector<int>& peers,
   }
 }
 
+// World rank 0's secret and connection scheme, in one round; every rank
+// parses its own setting so that a malformed one is an error wherever it is.
+struct Agreed {
+  tcp::Secret secret{};
+  ConnectScheme scheme = ConnectScheme::kPlanned;
+};
+
+Agreed agree(Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
+  (void)connect_scheme_from_environment();
+  Bytes mine;
+  if (bootstrap.identity().rank == 0) {
+    const tcp::Secret s = tcp::random_secret();
+    mine.assign(s.begin(), s.end());
+    mine.push_back(static_cast<uint8_t>(connect_scheme_from_environment()));
+  }
+  const Bytes shared = bootstrap.broadcast(mine, 0, timeout);
+  Agreed a;
+  if (shared.size() != a.secret.size() + 1)
+    throw BootstrapError("connect_tcp: the job secret from world rank 0 has " +
+                         std::to_string(shared.size()) + " bytes, expected " +
+                         std::to_string(a.secret.size() + 1) +
+                         ": every rank must run the same Tandem version");
+  std::copy(shared.begin(), shared.begin() + static_cast<std::ptrdiff_t>(a.secret.size()),
+            a.secret.begin());
+  a.scheme = static_cast<ConnectScheme>(shared.back());
+  return a;
+}
+
+// Checks the descriptor budget, then listens; the endpoint to publish.
+tcp::Fd listen_for(const Identity& id, const std::vector<int>& members, size_t peers,
+                   bool everyone, Bytes& endpoint) {
+  const std::string n = std::to_string(members.size());
+  tcp::check_descriptor_budget(
+      "tcp setup (world rank " + std::to_string(id.rank) + ")", peers + kFixedDescriptors,
+      std::to_string(peers) +
+          (everyone ? " connections, one to every other rank of a group of " + n
+                    : " connections the algorithms use in a group of " + n) +
+          ", and " + std::to_string(kFixedDescriptors) + " for the listener and wake-ups" +
+          (everyone ? "; TANDEM_TCP_CONNECT=planned needs about 2 log2(n)" : ""));
+  std::string why;
+  tcp::SockAddr addr = tcp::choose_listen_address(all_on_my_node(id, members), why);
+  tcp::Fd listener;
+  try {
+    listener = tcp::listen_on(addr);
+  } catch (const SystemError& e) {
+    throw SystemError(std::string(e.what()) + " (address chosen by " + why + ")", e.code());
+  }
+  endpoint = tcp::encode_endpoint(addr);
+  return listener;
+}
+
+std::vector<tcp::SockAddr> endpoints_of(const std::vector<int>& members,
+                                        const std::vector<Bytes>& all) {
+  std::vector<tcp::SockAddr> out;
+  for (int r : members) {
+    const auto a = tcp::decode_endpoint(all.at(static_cast<size_t>(r)));
+    if (!a)
+      throw BootstrapError("connect_tcp: world rank " + std::to_string(r) +
+                           " published no TCP endpoint: every member of a group must call "
+                           "connect_tcp with the same members, from the same Tandem version");
+    out.push_back(*a);
+  }
+  return out;
+}
+
 std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<int>& members,
                                         std::chrono::milliseconds timeout,
                                         const std::vector<int>* planned) {
@@ -114,72 +179,28 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
   const int n = static_cast<int>(members.size());
   const auto spin = tcp_spin_from_environment();  // a bad value fails before any exchange
   const std::vector<int> plan = planned ? checked_plan(index, n, *planned) : std::vector<int>{};
-
-  // World rank 0's secret and scheme, in one round; every rank parses its
-  // own setting so that a malformed one is an error wherever it is.
-  (void)connect_scheme_from_environment();
-  Bytes mine;
-  if (id.rank == 0) {
-    const tcp::Secret s = tcp::random_secret();
-    mine.assign(s.begin(), s.end());
-    mine.push_back(static_cast<uint8_t>(connect_scheme_from_environment()));
-  }
-  const Bytes shared = bootstrap.broadcast(mine, 0, timeout);
-  tcp::Secret secret{};
-  if (shared.size() != secret.size() + 1)
-    throw BootstrapError("connect_tcp: the job secret from world rank 0 has " +
-                         std::to_string(shared.size()) + " bytes, expected " +
-                         std::to_string(secret.size() + 1) +
-                         ": every rank must run the same Tandem version");
-  std::copy(shared.begin(), shared.begin() + static_cast<std::ptrdiff_t>(secret.size()),
-            secret.begin());
-  const bool everyone = planned == nullptr || shared.back() == static_cast<uint8_t>(ConnectScheme::kAll);
-  std::vector<int> peers;
+  const Agreed agreed = agree(bootstrap, timeout);
+  const bool everyone = planned == nullptr || agreed.scheme == ConnectScheme::kAll;
+  std::vector<int> peers = plan;
   if (everyone) {
+    peers.clear();
     for (int j = 0; j < n; ++j)
       if (j != index) peers.push_back(j);
-  } else {
-    peers = plan;
   }
-
   // A group of one needs no socket, but still joins the world's allgather.
-  tcp::Fd listener;
   Bytes endpoint;
-  if (n > 1) {
-    tcp::check_descriptor_budget(
-        "tcp setup (world rank " + std::to_string(id.rank) + ")", peers.size() + kFixedDescriptors,
-        std::to_string(peers.size()) + (everyone ? " connections, one to every other rank of a group of "
-                                                 : " connections the algorithms use in a group of ") +
-            std::to_string(n) + ", and " + std::to_string(kFixedDescriptors) +
-            " for the listener and wake-ups" +
-            (everyone ? std::string("; TANDEM_TCP_CONNECT=planned needs about 2 log2(n)")
-                      : std::string("")));
-    std::string why;
-    tcp::SockAddr addr = tcp::choose_listen_address(all_on_my_node(id, members), why);
-    try {
-      listener = tcp::listen_on(addr);
-    } catch (const SystemError& e) {
-      throw SystemError(std::string(e.what()) + " (address chosen by " + why + ")", e.code());
-    }
-    endpoint = tcp::encode_endpoint(addr);
-  }
+  tcp::Fd listener;
+  if (n > 1) listener = listen_for(id, members, peers.size(), everyone, endpoint);
   const std::vector<Bytes> all = bootstrap.allgather(endpoint, timeout);
-
   if (n == 1) return std::make_unique<tcp::TcpTransport>(0, members, nullptr, timeout, spin);
+
   tcp::ConnectPlan cp;
   cp.world_rank = id.rank;
   cp.index = index;
   cp.members = members;
-  cp.secret = secret;
+  cp.secret = agreed.secret;
   cp.timeout = timeout;
-  for (int r : members) {
-    const auto a = tcp::decode_endpoint(all.at(static_cast<size_t>(r)));
-    if (!a)
-      throw BootstrapError("connect_tcp: world rank " + std::to_string(r) +
-                           " published no TCP endpoint: every member of a group must call "
-                           "connect_tcp with the same members, from the same Tandem version");
-    cp.addrs.push_back(*a);
-  }
+  cp.addrs = endpoints_of(members, all);
   auto links = std::make_unique<tcp::Connector>(std::move(listener), std::move(cp));
   connect_planned(*links, peers, timeout, id.rank);
   links->end_setup();
