@@ -14,6 +14,10 @@
 // With --bind each rank gets the CPUs (and GPU, NIC environment) that
 // `srun --horovod=on` would give it on this node: the same planner
 // (plugin/planner, docs/binding.md), so that benchmarks run as jobs do.
+// With --node-per-rank every rank is its own simulated node
+// (TANDEM_NODE_NAME), so the engine connects them over TCP as it would
+// across machines: the scale harness (contrib/bench/scale.sh) runs hundreds
+// of "nodes" on one host this way.
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -50,13 +54,16 @@ struct Options {
   std::string timeout_text;
   bool label = false;
   bool bind = false;
+  bool node_per_rank = false;
+  bool store_stats = false;
   std::vector<std::string> command;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr,
                "tandem-run: %s\n"
-               "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] COMMAND [ARGS...]\n",
+               "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+               "                  [--store-stats] COMMAND [ARGS...]\n",
                msg.c_str());
   std::exit(kUsageError);
 }
@@ -89,17 +96,26 @@ Options parse_args(int argc, char** argv) {
       o.label = true;
     } else if (a == "--bind") {
       o.bind = true;
+    } else if (a == "--node-per-rank") {
+      o.node_per_rank = true;
+    } else if (a == "--store-stats") {
+      o.store_stats = true;
     } else if (a == "--") {
       ++i;
       break;
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] COMMAND [ARGS...]\n"
+      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+                  "                  [--store-stats] COMMAND [ARGS...]\n"
                   "Starts N ranks of COMMAND on this host, joined by Tandem's TCP rendezvous.\n"
                   "  -np N            number of ranks\n"
                   "  --timeout S      stop the job (exit 124) when it runs longer than S seconds\n"
                   "  --label, -l      prefix every output line with [rank]\n"
                   "  --bind           bind each rank as srun --horovod=on would on this node\n"
-                  "                   (CPUs, GPU, NIC; see tandem-bind --tasks N)\n");
+                  "                   (CPUs, GPU, NIC; see tandem-bind --tasks N)\n"
+                  "  --node-per-rank  every rank its own simulated node (TANDEM_NODE_NAME=\n"
+                  "                   <host>.rank<r>): ranks connect over TCP as across nodes\n"
+                  "  --store-stats    at the end, print the requests and bytes the rendezvous\n"
+                  "                   store served\n");
       std::exit(0);
     } else {
       usage_error("unknown option '" + a + "'");
@@ -220,8 +236,19 @@ void Launcher::start_rank(int r, const std::string& addr, const std::string& tok
     setenv("HOROVOD_SIZE", n.c_str(), 1);
     setenv("HOROVOD_LOCAL_RANK", rs.c_str(), 1);
     setenv("HOROVOD_LOCAL_SIZE", n.c_str(), 1);
-    setenv("HOROVOD_CROSS_RANK", "0", 1);
-    setenv("HOROVOD_CROSS_SIZE", "1", 1);
+    if (o_.node_per_rank) {
+      // One node per rank: the engine derives the layout from the names.
+      char host[256] = "host";
+      gethostname(host, sizeof host - 1);
+      setenv("TANDEM_NODE_NAME", (std::string(host) + ".rank" + rs).c_str(), 1);
+      setenv("HOROVOD_LOCAL_RANK", "0", 1);
+      setenv("HOROVOD_LOCAL_SIZE", "1", 1);
+      setenv("HOROVOD_CROSS_RANK", rs.c_str(), 1);
+      setenv("HOROVOD_CROSS_SIZE", n.c_str(), 1);
+    } else {
+      setenv("HOROVOD_CROSS_RANK", "0", 1);
+      setenv("HOROVOD_CROSS_SIZE", "1", 1);
+    }
     if (topology_) {
       const tandem::planner::TaskPlan& task = plan_.tasks[static_cast<size_t>(r)];
       try {
@@ -363,6 +390,15 @@ int Launcher::run() {
   while (streams_open() && Clock::now() < drain_until) pump(tandem::ms_left(drain_until));
   for (auto& s : streams_)
     if (s.fd >= 0) { emit(s, o_.label, true); close(s.fd); }
+  if (o_.store_stats) {
+    const auto t = store.traffic();
+    std::fprintf(stderr,
+                 "tandem-run: rendezvous store served %llu requests, %llu bytes in, %llu bytes "
+                 "out, %.3f s of CPU\n",
+                 static_cast<unsigned long long>(t.requests),
+                 static_cast<unsigned long long>(t.bytes_in),
+                 static_cast<unsigned long long>(t.bytes_out), t.cpu_ns / 1e9);
+  }
   return exit_code_;
 }
 

@@ -7,9 +7,12 @@ namespace tandem {
 
 std::unique_ptr<Communicator> join_job() {
   const CommunicatorOptions options = CommunicatorOptions::from_environment();
-  return std::make_unique<Communicator>(bootstrap_from_environment(), connect_tcp, options);
+  return std::make_unique<Communicator>(bootstrap_from_environment(), job_transport(), options);
 }
 
-TransportFactory job_transport() { return connect_tcp; }
+TransportFactory job_transport() {
+  return [](Bootstrap& b, const std::vector<int>& members, std::chrono::milliseconds timeout,
+            const std::vector<int>& planned) { return connect_tcp(b, members, timeout, planned); };
+}
 
 }  // namespace tandem
