@@ -25,6 +25,8 @@ def init():
             # peers then see an orderly exit rather than a lost connection.
             atexit.register(shutdown)
             _atexit_registered = True
+            from tandem.elastic import run as _elastic_run  # an elastic launch: exit hook
+            _elastic_run.register_exit_hook()
 
 
 def shutdown():

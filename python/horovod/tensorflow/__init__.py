@@ -14,3 +14,10 @@ from tandem.tensorflow import (  # noqa: F401 (names star-import skips or script
     process_set_included_op, rank, rank_op, reducescatter, rocm_built, shutdown, size,
     size_op, start_timeline, stop_timeline,
 )
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

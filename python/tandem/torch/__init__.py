@@ -74,3 +74,8 @@ def gpu_available():
     engine's GPU path is usable (driver, GPU, CUDA runtime and NCCL found)
     and torch has CUDA. The engine's reason: tandem.torch.gpu_status()."""
     return _built.gpu_status()[0] and _torch.cuda.is_available()
+
+
+# hvd.elastic: run, TorchState, ElasticSampler (docs/elastic.md). Imported
+# last: it reaches back into this module for broadcasts and ranks.
+from tandem.torch import elastic  # noqa: E402,F401
