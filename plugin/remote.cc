@@ -49,7 +49,9 @@ StepLayout step_layout(spank_t sp, const TaskEnv& env) {
 // SLURM_SRUN_COMM_HOST) and the port srun passed; a task of a later step
 // gets the full address of the job's service (elastic_job.h). Its label is
 // Horovod's "host[local_rank]", as in "node2[1] has been removed".
-void export_elastic(const TaskIdentity& id, TaskEnv& env) {
+constexpr uint64_t kOrderPerStep = 1u << 20;  // tasks per step, at most
+
+void export_elastic(const TaskIdentity& id, uint32_t step, TaskEnv& env) {
   if (!env.get("TANDEM_ELASTIC_ADDR")) {
     const auto host = env.get("SLURM_SRUN_COMM_HOST");
     const auto port = env.get("TANDEM_ELASTIC_PORT");
@@ -64,6 +66,9 @@ void export_elastic(const TaskIdentity& id, TaskEnv& env) {
   // its hooks at size 1 too, since the job may grow.
   env.set("HOROVOD_ELASTIC", "1");
   env.set("TANDEM_ELASTIC_LABEL", id.hostname + "[" + std::to_string(id.local_rank) + "]");
+  // New processes of one generation get ranks in this order: generation 0's
+  // ranks are the step's task ids, a later step's tasks come after.
+  env.set("TANDEM_ELASTIC_ORDER", std::to_string(uint64_t{step} * kOrderPerStep + id.rank));
 }
 
 }  // namespace
@@ -102,7 +107,8 @@ void remote_task_init(spank_t sp, PluginState& st) {
       compute_identity(layout, rank, local_rank, env.get("SLURMD_NODENAME").value_or(host_name()));
 
   export_task(st.config, id, single_nic(), env);
-  if (mode_elastic(mode)) export_elastic(id, env);
+  if (mode_elastic(mode))
+    export_elastic(id, item<uint32_t>(sp, S_JOB_STEPID, "the step id") % 1024, env);
   const BindingResult binding =
       bind_task(st.config, id, env, st.node_topology ? &*st.node_topology : nullptr);
   if (!st.torch) throw PluginError("internal: torch.distributed's rendezvous was not prepared");

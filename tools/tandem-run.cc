@@ -239,6 +239,7 @@ void Launcher::start_rank(int r, const std::string& addr, const std::string& tok
       setenv("TANDEM_ELASTIC_ADDR", addr.c_str(), 1);
       setenv("TANDEM_ELASTIC_TOKEN", token.c_str(), 1);
       setenv("HOROVOD_ELASTIC", "1", 1);  // Horovod's marker of an elastic worker
+      setenv("TANDEM_ELASTIC_ORDER", rs.c_str(), 1);  // generation 0's ranks are ours
       std::string node = "localhost";
       if (o_.ranks_per_node) {
         node = "host" + std::to_string(r / o_.ranks_per_node);

@@ -65,7 +65,11 @@ ElasticClient::ElasticClient(const HostPort& addr, const std::string& token,
   const Deadline deadline = Clock::now() + bootstrap_timeout();
   fd_ = connect_until(addr, deadline);
   store::Writer w(static_cast<uint8_t>(Op::kHello));
-  w.str(token).str(node).str(label).u32(static_cast<uint32_t>(getpid()));
+  // TANDEM_ELASTIC_ORDER: the launcher's rank of this process (srun's step
+  // and task id), which orders new processes of one generation.
+  const auto order = env::get_int("TANDEM_ELASTIC_ORDER", 0, 1 << 30);
+  w.str(token).str(node).str(label).u32(static_cast<uint32_t>(getpid()))
+      .u64(static_cast<uint64_t>(order.value_or(0)));
   const Bytes& f = w.frame();
   if (!send_all(fd_.get(), f.data(), f.size(), deadline, name_))
     throw BootstrapError(name_ + " did not take our HELLO in time");

@@ -8,8 +8,8 @@
 // The first frame must be HELLO with the job's token:
 //
 //   rank -> service                          service -> rank
-//   HELLO   token, node, label, pid u32      WELCOME member u32, elastic_timeout_ms u64,
-//                                                    ping_timeout_ms u64 | REJECTED reason
+//   HELLO   token, node, label, pid u32,     WELCOME member u32, elastic_timeout_ms u64,
+//           order u64                                ping_timeout_ms u64 | REJECTED reason
 //   JOIN    last u32, probe endpoint         (later) CANDIDATES | ASSIGN | REMOVED | FAILED
 //   REACH   round u32, n u32, n x member u32 (none; the next answer to JOIN follows)
 //   DONE                                     (none)
@@ -20,6 +20,10 @@
 //
 //   PING    nonce u32                        (the rank's reader thread answers PONG)
 //   UPDATE  timestamp u64, kind u32          (hosts were added: HostUpdateResult)
+//
+// `order` sorts new processes that join the same generation (the launcher's
+// rank: srun's step and task id), so that generation 0's ranks are the
+// launcher's and a later step's come after an earlier one's.
 //
 // JOIN asks for a place in the next generation; `last` is the generation
 // this rank left (kNoGeneration for a new process). The service answers

@@ -88,6 +88,7 @@ struct Member {
   Deadline hello_deadline;
   std::string node, label;
   uint32_t pid = 0;
+  uint64_t order = 0;  // the launcher's rank of the process (HELLO)
   State state = State::kNew;
   bool said_done = false;
   uint32_t generation = kNoGeneration;  // the one it is (or last was) in
@@ -239,6 +240,7 @@ struct MembershipService::Impl {
     std::string token = r.str();
     std::string node = r.str(), label = r.str();
     uint32_t pid = r.u32();
+    uint64_t order = r.u64();
     if (!r.done()) return reject(m, "malformed HELLO");
     if (!same_token(token, settings.token)) return reject(m, "wrong job token");
     if (node.empty() || node.size() > 255) return reject(m, "bad node name");
@@ -247,6 +249,7 @@ struct MembershipService::Impl {
     m.node = node;
     m.label = label.empty() ? node : label;
     m.pid = pid;
+    m.order = order;
     if (!reached) {
       reached = true;
       const std::string host = local_of(m.fd.get());
@@ -455,7 +458,7 @@ struct MembershipService::Impl {
 
   // ---------------------------------------------------------------- forming
   // The members asking to join, in priority order: the current generation's
-  // by their rank there, then new processes in the order they asked.
+  // by their rank there, then new processes by the launcher's order.
   std::vector<Member*> joiners() {
     std::vector<Member*> out;
     for (uint32_t id : current_members) {
@@ -467,8 +470,9 @@ struct MembershipService::Impl {
       if (m.authed && m.state == State::kWaiting &&
           std::find(out.begin(), out.end(), &m) == out.end())
         rest.push_back(&m);
-    std::sort(rest.begin(), rest.end(),
-              [](const Member* a, const Member* b) { return a->join_seq < b->join_seq; });
+    std::sort(rest.begin(), rest.end(), [](const Member* a, const Member* b) {
+      return a->order != b->order ? a->order < b->order : a->join_seq < b->join_seq;
+    });
     out.insert(out.end(), rest.begin(), rest.end());
     return out;
   }

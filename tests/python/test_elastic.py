@@ -114,10 +114,11 @@ def horovod_file(path, dest):
     return dest
 
 
-@pytest.mark.parametrize("np", [1, 2])
-def test_horovods_state_and_sampler_unit_tests(ranks, tmp_path, np):
+def test_horovods_state_and_sampler_unit_tests(ranks, tmp_path):
+    # test/single: one process, as Horovod runs it (its sampler asserts
+    # count one replica).
     test = horovod_file("test/single/test_torch_elastic.py", tmp_path / "test_torch_elastic.py")
-    r = ranks.run(np, "run_pytest.py", test, timeout=300)
+    r = ranks.run(1, "run_pytest.py", test, timeout=300)
     output = r.stdout + r.stderr
     assert r.returncode == 0, output[-4000:]
-    assert output.count("2 passed") == np, output[-4000:]
+    assert "2 passed" in output, output[-4000:]

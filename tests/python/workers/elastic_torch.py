@@ -17,7 +17,7 @@ Files in OUT_DIR (START = the rank at the first init, i.e. the task):
   progress.START      "<step> <rank> <size> <generation count>" after every step
   ledger.START.jsonl  {"gen", "rank", "size", "epoch", "step", "indices", "t"} per step,
                       and {"event": "start"|"reset"|"restored", ...} lines
-  final.START.json    at the end: {"params", "rank", "size", "resets", "steps"}
+  final.START.json    at the end: {"params", "rank", "size", "rendezvous", "steps"}
 
 --fault KIND:RANK:STEP makes the process that started as RANK fail when it
 is about to run STEP: "kill" (SIGKILL itself), "raise" (an exception out of
@@ -72,13 +72,12 @@ gen = torch.Generator().manual_seed(99)
 X = torch.randn(64, 8, generator=gen)
 Y = torch.randn(64, 1, generator=gen)
 sampler = hvd.elastic.ElasticSampler(list(range(args.samples)), shuffle=True, seed=7)
-state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, step=0, resets=0)
+state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, step=0, rendezvous=0)
 generation = [0]
 log(event="start", rank=hvd.rank(), size=hvd.size(), pid=os.getpid())
 
 
 def on_reset():
-    state.resets += 1
     generation[0] += 1
     log(event="reset", rank=hvd.rank(), size=hvd.size())
 
@@ -99,6 +98,7 @@ def maybe_fail(step):
 
 @hvd.elastic.run
 def train(state):
+    state.rendezvous += 1  # as Horovod's test mains count generations (after the sync)
     log(event="restored", step=state.step, rank=hvd.rank(), size=hvd.size(),
         epoch=state.sampler.epoch, processed=state.sampler.processed_num)
     indices = list(iter(state.sampler))
@@ -134,7 +134,7 @@ def train(state):
 train(state)
 params = [p.detach().double().flatten().tolist() for p in model.parameters()]
 with open(os.path.join(out, "final.%d.json" % START), "w") as f:
-    json.dump({"params": params, "rank": hvd.rank(), "size": hvd.size(), "resets": state.resets,
-               "steps": state.step}, f)
-print("elastic_torch done: start rank %d rank %d size %d resets %d" %
-      (START, hvd.rank(), hvd.size(), state.resets), flush=True)
+    json.dump({"params": params, "rank": hvd.rank(), "size": hvd.size(),
+               "rendezvous": state.rendezvous, "steps": state.step}, f)
+print("elastic_torch done: start rank %d rank %d size %d rendezvous %d" %
+      (START, hvd.rank(), hvd.size(), state.rendezvous), flush=True)
