@@ -139,6 +139,7 @@ ElasticJob::~ElasticJob() {
 std::string ElasticJob::summary() const {
   if (!service_) return "";
   const auto s = service_->summary();
+  if (s.generations == 0 && s.failure.empty()) return "";  // no rank used Tandem
   std::string out = "elastic job: " + std::to_string(s.generations) + " generation" +
                     (s.generations == 1 ? "" : "s") + ", the last of " + std::to_string(s.size) +
                     " ranks; " + std::to_string(s.done) + " processes finished, " +

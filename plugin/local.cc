@@ -33,8 +33,8 @@ void elastic_init(const SrunArgs& args, PluginState& st) {
     throw PluginError("--horovod=elastic keeps the step alive when a task fails, but "
                       "--kill-on-bad-exit=" + k + " (or SLURM_KILL_BAD_EXIT) asks srun to end it: "
                       "drop --kill-on-bad-exit");
-  if (setenv("SLURM_KILL_BAD_EXIT", "0", 1) != 0 || setenv("SLURM_NO_KILL", "1", 1) != 0)
-    throw PluginError("could not set SLURM_KILL_BAD_EXIT=0 and SLURM_NO_KILL=1 for --horovod=elastic");
+  if (setenv("SLURM_KILL_BAD_EXIT", "0", 1) != 0 || setenv("SLURM_NO_KILL", "set", 1) != 0)
+    throw PluginError("could not set SLURM_KILL_BAD_EXIT=0 and SLURM_NO_KILL=set for --horovod=elastic");
   st.elastic_step = true;
 }
 

@@ -27,7 +27,7 @@ import elastic_ledger  # noqa: E402
 HOROVOD_REPO = pathlib.Path("/work/.mirror/horovod+horovod/repo")
 STEPS = 30
 SAMPLES, BATCH = 96, 2
-TOLERANCE = 1e-6  # the same float32 updates; averaging n equal gradients may move the last bit
+TOLERANCE = 1e-5  # averaging n equal float32 gradients is not exact (n=3: ~1e-6 after 40 momentum steps); a lost or doubled step moves ~1e-2
 
 
 def elastic_run(build_dir, py_env, tmp_path, name, np, *worker_args, env=None, timeout=240):
