@@ -13,6 +13,10 @@ packages=(
   slurmctld slurmd slurm-client munge hwloc iproute2 util-linux procps
   # comparisons in the benchmarks, python API and examples
   openmpi-bin libopenmpi-dev python3 python3-pytest python3-numpy python3-torch
+  # Horovod's elastic PyTorch examples, run unchanged by the elastic tests
+  # (torchvision's models and MNIST reader, a file lock; psutil for
+  # Horovod's elastic test mains)
+  python3-torchvision python3-filelock python3-psutil
 )
 
 missing=()

@@ -134,7 +134,7 @@ def reference(cluster, tmp_path_factory):
 def recovery_time(job, fault_time, size):
     """Seconds from the fault to the first step a survivor completed at the new size."""
     after = [r for r in elastic_ledger.records(str(job.dir))
-             if "indices" in r and r["t"] > fault_time and r["size"] == size]
+             if "step" in r and "size" in r and r["t"] > fault_time and r["size"] == size]
     assert after, "no step at size %d after the fault:\n%s" % (size, job.output())
     return min(r["t"] for r in after) - fault_time
 
@@ -311,3 +311,33 @@ def test_horovods_elastic_torch_main_fault_tolerance(cluster, exit_mode):
     assert (results[1]["start_rank"], results[1]["size"], results[1]["rendezvous"]) == (2, 2, 2)
     assert (results[2]["start_rank"], results[2]["size"], results[2]["rendezvous"]) == (2, 2, 2)
     assert "node1[1] has been removed from elastic job" in out, out
+
+
+def keras_reference(cluster, tf_python, tmp_path_factory):
+    out = tmp_path_factory.mktemp("elastic-keras-reference")
+    env = dict(os.environ, PYTHONPATH=cluster.python_dir, TANDEM_LIBRARY=cluster.engine)
+    r = subprocess.run([tf_python, str(WORKERS / "elastic_keras.py"), str(out)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return elastic_ledger.finals(str(out))[0]["params"]
+
+
+def test_keras_script_survives_sigkill_of_a_rank(cluster, tf_python, tmp_path_factory):
+    reference = keras_reference(cluster, tf_python, tmp_path_factory)
+    job = Job(cluster, "keras-kill", ["-N", "3", "-n", "3", "--horovod=elastic"],
+              [tf_python, str(WORKERS / "elastic_keras.py"), ".", "--step-sleep", "0.2"],
+              starts=[0, 1, 2])
+    try:
+        job.wait_progress(0, 13, deadline_s=240)
+        t = job.signal(1, signal.SIGKILL)
+        job.wait()
+        out = job.output()
+        done = elastic_ledger.finals(str(job.dir))
+        assert sorted(done) == [0, 2], out
+        for start, f in done.items():
+            assert f["size"] == 2, (start, f)
+            worst = elastic_ledger.max_difference(f["params"], reference)
+            assert worst <= TOLERANCE, f"start rank {start} ends {worst} from the unfaulted run"
+        print(f"\nkeras kill: fault -> first step at size 2: {recovery_time(job, t, 2):.1f} s")
+    finally:
+        job.finish()
