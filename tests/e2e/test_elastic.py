@@ -341,3 +341,50 @@ def test_keras_script_survives_sigkill_of_a_rank(cluster, tf_python, tmp_path_fa
         print(f"\nkeras kill: fault -> first step at size 2: {recovery_time(job, t, 2):.1f} s")
     finally:
         job.finish()
+
+
+def node_state(cluster, node):
+    r = cluster.run(["scontrol", "-o", "show", "node", node], timeout=30)
+    fields = dict(f.split("=", 1) for f in r.stdout.split() if "=" in f)
+    return fields.get("State", "")
+
+
+def test_a_node_cut_off_entirely(cluster, reference):
+    """node3 loses every link (its veth on the host goes down): the job goes
+    on without it, Slurm marks it DOWN (SlurmdTimeout), and the test brings
+    it back and resumes it. Over a minute of waiting for Slurm: run by
+    contrib/elastic-drills.sh (TANDEM_ELASTIC_LONG_DRILLS=1), not by CI."""
+    if os.environ.get("TANDEM_ELASTIC_LONG_DRILLS") != "1":
+        pytest.skip("long drill: contrib/elastic-drills.sh runs it (TANDEM_ELASTIC_LONG_DRILLS=1)")
+    values = dict(line.split("=", 1) for line in
+                  (cluster.dir / "cluster.env").read_text().split() if "=" in line)
+    veth = f"td{values['SLOT']}n3"
+    job = Job(cluster, "nodecut", ["-N", "3", "-n", "3", "--horovod=elastic"],
+              worker_command("/usr/bin/python3", "."), starts=[0, 1, 2])
+    try:
+        job.wait_progress(0, 8)
+        subprocess.run(["ip", "link", "set", veth, "down"], check=True)
+        t = time.time()
+        deadline = time.monotonic() + 240
+        while len(elastic_ledger.finals(str(job.dir))) < 2 or "DOWN" not in node_state(cluster, "node3"):
+            assert time.monotonic() < deadline, job.output() + node_state(cluster, "node3")
+            time.sleep(1)
+        marked_down = time.time() - t
+        subprocess.run(["ip", "link", "set", veth, "up"], check=True)
+        cluster.run(["scontrol", "update", "nodename=node3", "state=resume"], timeout=30)
+        job.wait(deadline_s=240)
+        out = job.output()
+        check_survivors(job, reference, [0, 1], 2)
+        took = recovery_time(job, t, 2)
+        print(f"\nnode cut off: fault -> first step at size 2: {took:.1f} s; Slurm marked "
+              f"node3 DOWN after {marked_down:.0f} s")
+        assert "node node3 excluded from the job" in out, out
+    finally:
+        subprocess.run(["ip", "link", "set", veth, "up"])
+        job.finish()
+        deadline = time.monotonic() + 120
+        while any(s in node_state(cluster, "node3") for s in ("DOWN", "NOT_RESPONDING")):
+            cluster.run(["scontrol", "update", "nodename=node3", "state=resume"], timeout=30)
+            if time.monotonic() > deadline:
+                pytest.fail("node3 is still " + node_state(cluster, "node3"))
+            time.sleep(1)
