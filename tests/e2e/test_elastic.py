@@ -388,3 +388,26 @@ def test_a_node_cut_off_entirely(cluster, reference):
             if time.monotonic() > deadline:
                 pytest.fail("node3 is still " + node_state(cluster, "node3"))
             time.sleep(1)
+
+
+# Task 1 fails; task 0 outlives it by 4 s unless the step is ended (as in
+# test_step_end.py, which checks that --horovod=on steps do end).
+OUTLIVE = ("m=failed.$SLURM_JOB_ID.$SLURM_STEP_ID; "
+           "if [ $SLURM_PROCID = 1 ]; then touch $m; exit 3; fi; "
+           "for i in $(seq 600); do [ -e $m ] && break; sleep 0.1; done; sleep 4; "
+           "echo task $SLURM_PROCID outlived the failed one")
+
+
+def test_an_elastic_step_outlives_a_failed_task(cluster):
+    r = cluster.srun("-N", "2", "-n", "2", "--horovod=elastic", "/bin/bash", "-c", OUTLIVE,
+                     env={"TANDEM_ELASTIC_DIR": str(cluster.dir / "e2e" / "services")},
+                     timeout=120)
+    assert "task 0 outlived the failed one" in r.stdout, r.stdout + r.stderr
+
+
+def test_kill_on_bad_exit_is_refused_for_an_elastic_step(cluster):
+    r = cluster.srun("-N", "1", "-n", "1", "--kill-on-bad-exit=1", "--horovod=elastic", "true",
+                     timeout=60)
+    assert r.returncode != 0
+    assert ("--horovod=elastic keeps the step alive when a task fails, but "
+            "--kill-on-bad-exit=1") in r.stderr, r.stderr
