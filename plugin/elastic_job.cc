@@ -1,7 +1,10 @@
 #include "elastic_job.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -72,6 +75,15 @@ void export_to_tasks(const char* name, const std::string& value) {
     throw PluginError(std::string("could not set ") + name + " for --horovod=elastic");
 }
 
+// Ends the step from srun, through the libslurm srun runs on (no link to it:
+// the plugin loads into srun and slurmstepd, which carry it).
+void end_step(uint32_t job_id, uint32_t step_id) {
+  using Kill = int (*)(uint32_t, uint32_t, uint16_t);
+  auto kill = reinterpret_cast<Kill>(dlsym(RTLD_DEFAULT, "slurm_kill_job_step"));
+  if (!kill || kill(job_id, step_id, SIGKILL) != 0)
+    std::fprintf(stderr, "tandem: could not end step %u.%u: scancel it\n", job_id, step_id);
+}
+
 }  // namespace
 
 std::string elastic_job_file(const std::string& dir, const std::string& cluster, uint32_t job_id) {
@@ -94,7 +106,7 @@ std::string format_service_address(const ServiceAddress& a) {
   return a.host + " " + std::to_string(a.port) + " " + a.token + "\n";
 }
 
-ElasticJob::ElasticJob(uint32_t job_id, uint32_t tasks) {
+ElasticJob::ElasticJob(uint32_t job_id, uint32_t step_id, uint32_t tasks) {
   const std::string dir = elastic_dir();
   const std::string file =
       elastic_job_file(dir, env_or("SLURM_CLUSTER_NAME", "cluster"), job_id);
@@ -113,12 +125,13 @@ ElasticJob::ElasticJob(uint32_t job_id, uint32_t tasks) {
     throw PluginError(std::string("--horovod=elastic: ") + e.what());
   }
   settings.expected = static_cast<int>(tasks);
-  settings.token = tandem::random_job_id("tok");
+  settings.token = tandem::random_job_id("tok") + tandem::random_job_id("en");  // 128 bits
   make_private_dir(dir);
   const std::string token = settings.token;
   settings.on_reached = [file, token](const std::string& host, uint16_t port) {
     write_private_file(file, format_service_address({host, port, token}));
   };
+  settings.on_finished = [job_id, step_id](int) { end_step(job_id, step_id); };
   try {
     service_ = std::make_unique<tandem::elastic::MembershipService>(std::move(settings));
   } catch (const tandem::Error& e) {

@@ -47,7 +47,7 @@ class ElasticJob {
   // Starts the service for `tasks` ranks of the first step, or finds the
   // running one of the job, and sets the variables srun passes to the tasks.
   // Throws PluginError.
-  ElasticJob(uint32_t job_id, uint32_t tasks);
+  ElasticJob(uint32_t job_id, uint32_t step_id, uint32_t tasks);
   ~ElasticJob();  // stops the service (if this srun runs it), removes the file
   ElasticJob(const ElasticJob&) = delete;
   ElasticJob& operator=(const ElasticJob&) = delete;

@@ -107,11 +107,12 @@ void local_init_post_opt(spank_t /*sp*/, PluginState& st) {
 // service (or the running one of the job) and the variables for the tasks.
 void local_user_init(spank_t sp, PluginState& st) {
   if (!mode_elastic(st.mode())) return;
-  uint32_t job = 0, tasks = 0;
+  uint32_t job = 0, step = 0, tasks = 0;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS)
-    throw PluginError("--horovod=elastic: srun did not give the job id and task count");
-  st.elastic = std::make_unique<ElasticJob>(job, tasks);
+    throw PluginError("--horovod=elastic: srun did not give the job id, step id and task count");
+  st.elastic = std::make_unique<ElasticJob>(job, step, tasks);
 }
 
 void local_exit(PluginState& st) {

@@ -141,6 +141,7 @@ struct MembershipService::Impl {
   std::string failure;  // set once the job failed
   uint64_t last_update_ts = 0;
   bool announced = false;  // UPDATE sent for the newcomers now waiting
+  bool finished_reported = false;
 
   Clock::time_point first_join{};  // of generation 0's joiners
   bool straggler_clock = false;    // a formation is due once stragglers are accounted for
@@ -662,7 +663,28 @@ struct MembershipService::Impl {
     return out;
   }
 
+  // The job is over but ejected processes still hold the step (on_finished).
+  void check_finished() {
+    if (finished_reported || current == kNoGeneration || !settings.on_finished) return;
+    for (uint32_t id : current_members) {
+      Member* m = find(id);
+      if (m && !m->closed) return;
+    }
+    int stuck = 0;
+    for (auto& m : members) {
+      if (!m.authed || m.closed) continue;
+      if (m.state == State::kWaiting || m.state == State::kNew) return;
+      if (m.in_state({State::kUnresponsive, State::kRemoved})) ++stuck;
+    }
+    if (stuck == 0) return;
+    finished_reported = true;
+    settings.report("the elastic job is over; ending the step: " + std::to_string(stuck) +
+                    " ejected process" + (stuck == 1 ? "" : "es") + " still hold it");
+    settings.on_finished(stuck);
+  }
+
   void advance() {
+    check_finished();
     const auto now = Clock::now();
     // Pings that went unanswered.
     for (auto& m : members)

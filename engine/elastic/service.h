@@ -53,6 +53,12 @@ struct ServiceSettings {
   // rank reached the service at (and the port): where later steps' ranks can
   // reach it too.
   std::function<void(const std::string& host, uint16_t port)> on_reached;
+  // Called once, from the service thread, when the job is over (every
+  // process of the last generation has exited and none waits to join) while
+  // processes the service ejected or removed are still connected: a stopped
+  // process never exits by itself and would hold the step (srun) forever.
+  // The plugin ends the step.
+  std::function<void(int stuck)> on_finished;
   // Messages for the user (one line each: a generation formed, a node
   // excluded, the job failed); default: stderr with a "tandem: " prefix.
   std::function<void(const std::string& line)> report;
