@@ -30,9 +30,10 @@ SAMPLES, BATCH = 96, 2
 TOLERANCE = 1e-5  # averaging n equal float32 gradients is not exact (n=3: ~1e-6 after 40 momentum steps); a lost or doubled step moves ~1e-2
 
 
-# What the service and the engine decide does not depend on the framework:
-# those tests run once, with Debian's interpreter (torch 1.13); the others
-# under every interpreter the suite runs with.
+# The drills check the membership service and the engine, which do not
+# depend on the framework: they run once, with Debian's interpreter (torch
+# 1.13; the e2e drills use it too). Horovod's unit tests of TorchState and
+# ElasticSampler run under every interpreter the suite runs with.
 service_only = pytest.mark.skipif(
     sys.executable != "/usr/bin/python3",
     reason="checks the membership service, not the framework: run with /usr/bin/python3")
@@ -74,6 +75,7 @@ def check_finished(r, out, reference, survivors, size):
     return done
 
 
+@service_only
 def test_sigkill_of_a_rank_goes_on_from_the_last_commit(build_dir, py_env, tmp_path, reference):
     r, out = elastic_run(build_dir, py_env, tmp_path, "kill", 4, "--fault", "kill:3:13")
     done = check_finished(r, out, reference, [0, 1], 2)
