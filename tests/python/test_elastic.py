@@ -12,7 +12,6 @@ Horovod's own unit tests of State and ElasticSampler
 Horovod checkout at test time.
 """
 
-import os
 import pathlib
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import pytest
 from conftest import WORKERS
 
 sys.path.insert(0, str(WORKERS))
-import elastic_ledger  # noqa: E402
+import elastic_ledger
 
 HOROVOD_REPO = pathlib.Path("/work/.mirror/horovod+horovod/repo")
 STEPS = 30

@@ -16,12 +16,12 @@ tandem.keras.elastic) add their State classes and pass their own
 init/shutdown to :func:`run_fn`; everything else lives here once.
 """
 
-from tandem.elastic.notifications import (  # noqa: F401
+from tandem.elastic.notifications import (
     HostUpdateResult, WorkerNotificationManager, notification_manager,
 )
-from tandem.elastic.run import run_fn  # noqa: F401
-from tandem.elastic.state import ObjectState, State  # noqa: F401
-from tandem.errors import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
+from tandem.elastic.run import run_fn
+from tandem.elastic.state import ObjectState, State
+from tandem.errors import HorovodInternalError, HostsUpdatedInterrupt
 
 __all__ = ["State", "ObjectState", "run_fn", "notification_manager", "HostUpdateResult",
            "WorkerNotificationManager", "HostsUpdatedInterrupt", "HorovodInternalError"]

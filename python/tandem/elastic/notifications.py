@@ -68,7 +68,8 @@ class WorkerNotificationManager(object):
         timestamp, kind = ctypes.c_int64(0), ctypes.c_int(0)
         while True:
             # ctypes releases the GIL for the wait.
-            rc = lib.tandem_elastic_wait_update(_WAIT_MS, ctypes.byref(timestamp), ctypes.byref(kind))
+            rc = lib.tandem_elastic_wait_update(_WAIT_MS, ctypes.byref(timestamp),
+                                                ctypes.byref(kind))
             if rc == in_progress:
                 continue
             if rc != success:

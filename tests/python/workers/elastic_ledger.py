@@ -73,7 +73,7 @@ def check_ledger(out, samples, batch):
     beyond the padding; returns the number of complete epochs checked."""
     steps = counted_steps(records(out))
     by_epoch = {}
-    for step, rs in steps.items():
+    for rs in steps.values():
         for r in rs:
             by_epoch.setdefault(r["epoch"], []).append(r)
     complete = 0

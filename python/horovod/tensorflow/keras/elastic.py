@@ -1,7 +1,7 @@
 """``horovod.tensorflow.keras.elastic`` on Tandem: KerasState, the commit, batch and
 epoch callbacks, run (Keras 3; docs/elastic.md)."""
 
-from tandem.keras.elastic import (  # noqa: F401
+from tandem.keras.elastic import (
     CommitStateCallback, KerasState, UpdateBatchStateCallback, UpdateEpochStateCallback, run,
 )
 

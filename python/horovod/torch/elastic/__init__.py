@@ -1,5 +1,5 @@
 """``horovod.torch.elastic`` on Tandem: run, TorchState, ElasticSampler."""
 
-from tandem.torch.elastic import ElasticSampler, TorchState, run  # noqa: F401
+from tandem.torch.elastic import ElasticSampler, TorchState, run
 
 __all__ = ["TorchState", "ElasticSampler", "run"]
