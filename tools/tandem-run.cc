@@ -124,7 +124,7 @@ Options parse_args(int argc, char** argv) {
       break;
     } else if (a == "-h" || a == "--help") {
       std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
-                  "                  [--store-stats] COMMAND [ARGS...]\n"
+                  "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n"
                   "Starts N ranks of COMMAND on this host, joined by Tandem's TCP rendezvous.\n"
                   "  -np N            number of ranks\n"
                   "  --timeout S      stop the job (exit 124) when it runs longer than S seconds\n"
@@ -451,8 +451,8 @@ int Launcher::run() {
   while (streams_open() && Clock::now() < drain_until) pump(tandem::ms_left(drain_until));
   for (auto& s : streams_)
     if (s.fd >= 0) { emit(s, o_.label, true); close(s.fd); }
-  if (o_.store_stats) {
-    const auto t = store.traffic();
+  if (o_.store_stats && store) {  // an elastic job has no store
+    const auto t = store->traffic();
     std::fprintf(stderr,
                  "tandem-run: rendezvous store served %llu requests, %llu bytes in, %llu bytes "
                  "out, %.3f s of CPU\n",

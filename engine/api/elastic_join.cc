@@ -43,7 +43,7 @@ std::unique_ptr<Communicator> join_elastic(const std::function<void(Communicator
     const elastic::Assignment& a = answer.assignment;
     try {
       auto comm = std::make_unique<Communicator>(
-          std::make_unique<elastic::ElasticBootstrap>(client, a), connect_tcp, options);
+          std::make_unique<elastic::ElasticBootstrap>(client, a), job_transport(), options);
       start(*comm);
       return comm;
     } catch (const PeerLostError& e) {
