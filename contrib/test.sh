@@ -26,7 +26,16 @@ else
 fi
 ninja -C "$build"
 
-failed=0
+# The container tests' images (debootstrap; cached in /opt/tandem-deps/images,
+# so only the first run on a machine pays: ~5 min for bullseye, ~12 for
+# bookworm + torch at load 20). A failed build leaves those tests skipped,
+# saying why, and is counted here.
+images_failed=0
+for image in bullseye bookworm-torch; do
+  "$root/contrib/containers/build-image.sh" "$image" || images_failed=1
+done
+
+failed=$images_failed
 stage() {  # stage NAME CMD...: runs one stage; a failure is counted, later stages still run
   local name=$1; shift
   echo "== $name"

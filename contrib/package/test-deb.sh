@@ -18,7 +18,10 @@
 #     files only (PlugStackConfig=/etc/slurm/plugstack.conf, Debian's, which
 #     includes the package's link); srun -N 2 -n 4 --horovod=on python3 with
 #     Debian's torch and with the TensorFlow venv; the line stays `required`;
-#  5. apt remove: the link is gone, the conffile stays, srun works and
+#     containers: the tasks preload libtandem-preload.so from the engine's
+#     folder, the enroot hook (through its link) binds that folder, and
+#     tandem-ch-run runs the collective in the cached bullseye image;
+#  5. apt remove: the links are gone, the conffiles stay, srun works and
 #     slurmd restarts; apt purge: nothing of Tandem left in /etc.
 #
 #   contrib/package/test-deb.sh                  # all of it
@@ -54,11 +57,12 @@ contains() { grep "$@" >/dev/null; }
 
 # ============================================================ inside the namespace
 if [ "$inside" -eq 1 ]; then
-  : "${T:?}" "${DEBS:?}" "${HIDE:?}"
+  : "${T:?}" "${DEBS:?}" "${HIDE:?}" "${MULTIARCH:?}"
   export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive
   unset PYTHONPATH TANDEM_LIBRARY LD_PRELOAD MODULEPATH LOADEDMODULES
   harness=$T/harness
   name=pkg$$
+  tdir=/usr/lib/$MULTIARCH/tandem  # the engine, the preload, the Python packages: what containers bind
   cdir=$T/cluster
 
   # ---- the throwaway machine
@@ -90,9 +94,9 @@ if [ "$inside" -eq 1 ]; then
   apt-get install -y -q --no-install-recommends "$DEBS"/tandem_*.deb "$DEBS"/tandem-dev_*.deb \
     >"$T/apt-install.log" 2>&1 || { tail -n 30 "$T/apt-install.log" >&2; fail "apt install"; }
   dpkg-query -W -f='${Status}\n' tandem | contains 'install ok installed' || fail "tandem is not installed"
-  [ ! -e /proc/1/root/etc/tandem ] && [ ! -e /proc/1/root/usr/share/tandem ] \
+  [ ! -e /proc/1/root/etc/tandem ] && [ ! -e "/proc/1/root$tdir" ] \
     && ! grep -qsx 'Package: tandem' /proc/1/root/var/lib/dpkg/status || fail "the install reached the machine's own /etc, /usr or /var"
-  pass "installed in the namespace; the machine itself has no /etc/tandem, /usr/share/tandem, dpkg entry"
+  pass "installed in the namespace; the machine itself has no /etc/tandem, $tdir, dpkg entry"
   mapfile -t installed < <(dpkg -L tandem tandem-dev | sort -u)
 
   link=/etc/slurm/plugstack.conf.d/tandem.conf
@@ -110,18 +114,25 @@ if [ "$inside" -eq 1 ]; then
   pass "apt would remove tandem to install Slurm $next (simulated): the plugin never meets another series"
 
   echo "== man pages"
-  for page in tandem_spank tandem-run tandem-bind tandem-info tandem-bench; do
+  for page in tandem_spank tandem-run tandem-bind tandem-info tandem-bench tandem-ch-run tandem-oci-run; do
     man -w "$page" >/dev/null || fail "man $page: no page"
   done
-  MANWIDTH=200 man tandem_spank 2>/dev/null | contains 'engine preloaded into enabled tasks' || fail "man tandem_spank lacks the plugstack table"
+  MANWIDTH=200 man tandem_spank 2>/dev/null | contains 'libtandem-preload.so beside it goes on' || fail "man tandem_spank lacks the plugstack table"
   MANWIDTH=200 man tandem-run 2>/dev/null | contains -e '--timeout SECONDS' || fail "man tandem-run lacks its options"
-  pass "man tandem_spank (plugstack arguments), man tandem-run, -bind, -info, -bench"
+  pass "man tandem_spank (plugstack arguments), man tandem-run, -bind, -info, -bench, -ch-run, -oci-run"
 
   echo "== tandem-info"
   info=$(tandem-info 2>&1) || { echo "$info" >&2; fail "tandem-info exit status"; }
   echo "$info" | contains "installed under /usr" || fail "tandem-info: $info"
   echo "$info" | contains "loaded from /usr/lib/.*/libtandem.so.0" || fail "tandem-info does not load libtandem.so.0: $info"
   pass "tandem-info: $(echo "$info" | head -n 1)"
+  # The C tools link the engine, which is in its own folder, not on ld.so's path.
+  for tool in tandem-bench tandem-step-bench; do
+    ldd "/usr/bin/$tool" | contains "libtandem.so.0 => $tdir/libtandem.so.0" || fail "$tool does not find $tdir/libtandem.so.0: $(ldd "/usr/bin/$tool")"
+  done
+  out=$(timeout 120 tandem-bench -c allreduce -b 8 -e 8 -n 2 2>&1) && echo "$out" | contains 'Out of bounds values : 0 OK' \
+    || { echo "$out" >&2; fail "tandem-bench in a world of one"; }
+  pass "tandem-bench and tandem-step-bench load $tdir/libtandem.so.0 (RUNPATH); tandem-bench runs"
 
   echo "== module load tandem"
   probe='import horovod.torch as hvd; hvd.init(); print(hvd.size())'
@@ -188,18 +199,51 @@ if [ "$inside" -eq 1 ]; then
   echo "$out" | contains "tandem: --horovod=on needs the PMIx MPI plugin" || fail "--mpi=pmi2 --horovod=on: $out"
   pass "the installed line is required: --mpi=pmi2 --horovod=on stops srun with Tandem's message"
 
+  echo "== containers: the preload, the hook and tandem-ch-run from the installed folder"
+  out=$(run -N 1 -n 1 --horovod=on sh -c 'echo "$LD_PRELOAD|$TANDEM_LIBRARY|$TANDEM_PYTHONPATH"' 2>&1) \
+    || { echo "$out" >&2; fail "srun --horovod=on sh"; }
+  [ "$out" = "$tdir/libtandem-preload.so|$tdir/libtandem.so.0|$tdir/python" ] \
+    || fail "a --horovod task's LD_PRELOAD|TANDEM_LIBRARY|TANDEM_PYTHONPATH: expected the installed folder $tdir, got: $out"
+  for f in libtandem-preload.so libtandem.so.0 python/tandem/__init__.py; do
+    [ -f "$tdir/$f" ] || fail "$tdir/$f, which the plugin names, is not installed"
+  done
+  pass "a --horovod task preloads $tdir/libtandem-preload.so; the engine and packages are beside it"
+  [ "$(readlink -f /etc/containers/containers.conf.d/tandem.conf)" = /etc/tandem/containers.conf ] \
+    || fail "/etc/containers/containers.conf.d/tandem.conf is not a link to /etc/tandem/containers.conf"
+  contains -xF "volumes = [\"$tdir:$tdir:ro\"]" /etc/tandem/containers.conf || fail "the Podman drop-in does not bind $tdir"
+  hook=/etc/enroot/hooks.d/50-tandem.sh
+  [ "$(readlink -f "$hook")" = /etc/tandem/enroot-hook.sh ] && [ -x "$hook" ] || fail "$hook is not an executable link to /etc/tandem/enroot-hook.sh"
+  : >"$T/enroot-mounts"
+  ENROOT_MOUNTS=$T/enroot-mounts "$hook" || fail "the enroot hook fails outside a --horovod step"
+  [ ! -s "$T/enroot-mounts" ] || fail "the enroot hook binds outside a --horovod step: $(cat "$T/enroot-mounts")"
+  ENROOT_MOUNTS=$T/enroot-mounts TANDEM_RENDEZVOUS_TOKEN=x "$hook" || fail "the enroot hook"
+  contains -x "$tdir $tdir none x-create=dir,bind,ro,nosuid,nodev,private" "$T/enroot-mounts" \
+    || fail "the enroot hook's mount lines: $(cat "$T/enroot-mounts")"
+  pass "Podman's drop-in (linked) binds $tdir; enroot's hook (linked) binds it in --horovod steps only"
+  img=${TANDEM_IMAGES:-${TANDEM_DEPS:-/opt/tandem-deps}/images}/bullseye
+  [ -f "$img/.complete" ] || fail "no bullseye image at $img: contrib/containers/build-image.sh bullseye"
+  out=$(run -N 2 -n 2 --horovod=on env USER=root tandem-ch-run "$img" -- \
+          python3 -c 'import tandem; tandem.init(); print("RANK", tandem.rank(), tandem.size())' 2>&1) \
+    || { echo "$out" >&2; fail "srun --horovod=on tandem-ch-run (bullseye image)"; }
+  [ "$(echo "$out" | grep -cE '^RANK [01] 2$')" -eq 2 ] || fail "tandem-ch-run: expected RANK 0 2 and RANK 1 2, got: $out"
+  pass "srun -N 2 -n 2 --horovod=on tandem-ch-run <bullseye image> python3: the installed engine and package, 2 ranks"
+
   echo "== apt remove tandem tandem-dev"
   apt-get remove -y -q tandem tandem-dev >"$T/apt-remove.log" 2>&1 || { tail -n 30 "$T/apt-remove.log" >&2; fail "apt remove"; }
   dpkg-query -W -f='${Status}\n' tandem | contains 'deinstall ok config-files' || fail "tandem is not in state config-files"
-  [ ! -e "$link" ] && [ ! -L "$link" ] || fail "$link is still there after apt remove"
-  [ -f /etc/tandem/plugstack.conf ] || fail "the conffile /etc/tandem/plugstack.conf went with apt remove"
+  for l in "$link" /etc/containers/containers.conf.d/tandem.conf "$hook"; do
+    [ ! -e "$l" ] && [ ! -L "$l" ] || fail "$l is still there after apt remove"
+  done
+  for f in plugstack.conf containers.conf enroot-hook.sh; do
+    [ -f "/etc/tandem/$f" ] || fail "the conffile /etc/tandem/$f went with apt remove"
+  done
   for f in "${installed[@]}"; do
-    case $f in /etc/tandem/plugstack.conf) continue ;; esac
+    case $f in /etc/tandem/*) continue ;; esac
     [ -d "$f" ] && [ ! -L "$f" ] && continue  # shared directories (/usr/bin, ...)
     [ ! -e "$f" ] && [ ! -L "$f" ] || fail "$f is left after apt remove"
   done
-  [ ! -e /usr/share/tandem ] || fail "/usr/share/tandem is left after apt remove: $(find /usr/share/tandem | head)"
-  pass "remove: the link and every file are gone (byte-code too), the conffile stays"
+  [ ! -e "$tdir" ] || fail "$tdir is left after apt remove: $(find "$tdir" | head)"
+  pass "remove: the links and every file are gone (byte-code too), the conffiles stay"
   out=$(run -N 2 -n 2 hostname 2>&1) || { echo "$out" >&2; fail "srun after apt remove"; }
   out=$(run -N 1 -n 1 --horovod=on true 2>&1) && fail "--horovod=on still accepted after remove"
   echo "$out" | contains "unrecognized option" || fail "srun --horovod=on after remove: $out"
@@ -267,21 +311,32 @@ pass "$(basename "$deb"): Depends $(echo "$depends" | grep -oE 'slurm-wlm-basic-
 mkdir -p "$T/deb" "$T/dev"
 dpkg-deb -R "$deb" "$T/deb"
 dpkg-deb -x "$dev" "$T/dev"
-[ "$(cat "$T/deb/DEBIAN/conffiles")" = /etc/tandem/plugstack.conf ] || fail "conffiles: $(cat "$T/deb/DEBIAN/conffiles")"
+conffiles=$(sort "$T/deb/DEBIAN/conffiles" | tr '\n' ' ')
+[ "$conffiles" = "/etc/tandem/containers.conf /etc/tandem/enroot-hook.sh /etc/tandem/plugstack.conf " ] || fail "conffiles: $conffiles"
 [ "$(readlink "$T/deb/etc/slurm/plugstack.conf.d/tandem.conf")" = ../../tandem/plugstack.conf ] || fail "no plugstack.conf.d link"
+[ "$(readlink "$T/deb/etc/containers/containers.conf.d/tandem.conf")" = ../../tandem/containers.conf ] || fail "no containers.conf.d link"
+[ "$(readlink "$T/deb/etc/enroot/hooks.d/50-tandem.sh")" = ../../tandem/enroot-hook.sh ] || fail "no enroot hooks.d link"
+[ -x "$T/deb/etc/tandem/enroot-hook.sh" ] || fail "the enroot hook is not executable"
 [ -L "$T/deb/etc/lmod/modules/tandem" ] || fail "no Lmod link"
-pass "one conffile (/etc/tandem/plugstack.conf); plugstack.conf.d/tandem.conf and /etc/lmod/modules/tandem are links"
+pass "conffiles: $conffiles; plugstack.conf.d, containers.conf.d, enroot hooks.d and /etc/lmod/modules/tandem are links"
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+tdir=/usr/lib/$multiarch/tandem
 line=$(grep -v '^#' "$T/deb/etc/tandem/plugstack.conf")
-[ "$line" = "required /usr/lib/$multiarch/slurm-wlm/tandem_spank.so engine=/usr/lib/$multiarch/libtandem.so.0 python=/usr/share/tandem/python" ] \
+[ "$line" = "required /usr/lib/$multiarch/slurm-wlm/tandem_spank.so engine=$tdir/libtandem.so.0 python=$tdir/python" ] \
   || fail "plugstack line: $line"
 [ -f "$T/deb/usr/lib/$multiarch/slurm-wlm/tandem_spank.so" ] || fail "no plugin in Slurm's plugin dir"
-[ ! -e "$T/deb/usr/lib/$multiarch/libtandem.so" ] && [ -L "$T/dev/usr/lib/$multiarch/libtandem.so" ] \
+[ -f "$T/deb$tdir/libtandem-preload.so" ] || fail "no $tdir/libtandem-preload.so (the plugin preloads it from beside the engine)"
+for tool in tandem-ch-run tandem-oci-run; do
+  [ -x "$T/deb/usr/bin/$tool" ] || fail "no /usr/bin/$tool"
+done
+[ ! -e "$T/deb$tdir/libtandem.so" ] && [ -L "$T/dev$tdir/libtandem.so" ] \
   || fail "libtandem.so (the -dev link) must be in tandem-dev only"
-strings "$T/deb/usr/lib/$multiarch/slurm-wlm/tandem_spank.so" | contains -x "/usr/lib/$multiarch/libtandem.so.0" \
-  || fail "the plugin's default engine is not libtandem.so.0"
-grep -qF "/usr/lib/$multiarch/libtandem.so.0" "$T/deb/usr/share/tandem/python/tandem/_config.py" || fail "python's _config.py does not load libtandem.so.0"
-pass "plugstack line, plugin default and python all name libtandem.so.0; libtandem.so only in tandem-dev"
+contains -x "Libs: -L\${prefix}/lib/$multiarch/tandem -ltandem -Wl,-rpath,$tdir" "$T/dev/usr/lib/$multiarch/pkgconfig/tandem.pc" \
+  || fail "tandem.pc does not link with $tdir and its RUNPATH: $(grep Libs "$T/dev/usr/lib/$multiarch/pkgconfig/tandem.pc")"
+strings "$T/deb/usr/lib/$multiarch/slurm-wlm/tandem_spank.so" | contains -x "$tdir/libtandem.so.0" \
+  || fail "the plugin's default engine is not $tdir/libtandem.so.0"
+grep -qF "$tdir/libtandem.so.0" "$T/deb$tdir/python/tandem/_config.py" || fail "python's _config.py does not load $tdir/libtandem.so.0"
+pass "one folder $tdir: plugstack line, plugin default and python name its libtandem.so.0, the preload beside it; libtandem.so only in tandem-dev; tandem-ch-run, tandem-oci-run"
 if [ -f "$debs/build.log" ]; then
   # dh's buildtype=plain drops the release defaults; debian/rules gives them back.
   # Every compile command: -DNDEBUG, and -O3 as the last -O (Debian's/RPM's -O2 comes first).
@@ -302,7 +357,7 @@ hide="$root"
 [ -d "$work/src" ] && [ "$debs" = "$work" ] && hide="$hide $work/src"
 [ -n "${BUILD:-}" ] && [ -d "$BUILD" ] && case "$(realpath "$BUILD")" in "$root"/*) ;; *) hide="$hide $(realpath "$BUILD")" ;; esac
 cp "$0" "$T/test-deb.sh"
-T=$T DEBS=$debs HIDE=$hide ROOT=$root WORK=$work TF_PYTHON=$tf_python \
+T=$T DEBS=$debs HIDE=$hide ROOT=$root WORK=$work TF_PYTHON=$tf_python MULTIARCH=$multiarch \
   unshare --mount --propagation private "$T/test-deb.sh" --inside
 dpkg-query -W tandem >/dev/null 2>&1 && fail "tandem is installed on the machine after the test"
 [ ! -e /etc/tandem ] && [ ! -e /etc/slurm/plugstack.conf.d/tandem.conf ] || fail "/etc of the machine changed"

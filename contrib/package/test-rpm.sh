@@ -73,11 +73,14 @@ nvr=$(rpm -qp --qf '%{VERSION}-%{RELEASE}' "$rpm")
 rpm -qp --requires "$rpm" | contains -xF "(slurm >= $series with slurm < $next)" \
   || fail "Requires does not pin Slurm $series: $(rpm -qp --requires "$rpm" | tr '\n' ' ')"
 pass "tandem-$nvr: Requires (slurm >= $series with slurm < $next)"
-[ "$(rpm -qcp "$rpm")" = /etc/tandem/plugstack.conf ] || fail "config files: $(rpm -qcp "$rpm")"
+config=$(rpm -qcp "$rpm" | sort | tr '\n' ' ')
+[ "$config" = "/etc/tandem/containers.conf /etc/tandem/enroot-hook.sh /etc/tandem/plugstack.conf " ] || fail "config files: $config"
 rpm -qlvp "$rpm" | contains '/etc/slurm/plugstack.conf.d/tandem.conf -> ../../tandem/plugstack.conf' || fail "no enabling link"
-rpm -qlp "$rpm" | contains -x '/usr/lib64/libtandem.so' && fail "libtandem.so (the link for the linker) in the main package"
-rpm -qlp "$devel" | contains -x '/usr/lib64/libtandem.so' || fail "libtandem.so not in tandem-devel"
-pass "one %config file; the plugstack.conf.d link; libtandem.so only in tandem-devel"
+rpm -qlvp "$rpm" | contains '/etc/containers/containers.conf.d/tandem.conf -> ../../tandem/containers.conf' || fail "no Podman drop-in link"
+rpm -qlvp "$rpm" | contains '/etc/enroot/hooks.d/50-tandem.sh -> ../../tandem/enroot-hook.sh' || fail "no enroot hook link"
+rpm -qlp "$rpm" | contains -x '/usr/lib64/tandem/libtandem.so' && fail "libtandem.so (the link for the linker) in the main package"
+rpm -qlp "$devel" | contains -x '/usr/lib64/tandem/libtandem.so' || fail "libtandem.so not in tandem-devel"
+pass "%config: $config; the plugstack.conf.d, containers.conf.d and enroot hooks.d links; libtandem.so only in tandem-devel"
 # Every compile command: -DNDEBUG, and -O3 as the last -O (Debian's/RPM's -O2 comes first).
 read -r compiles bad < <(awk '/^\[[0-9]+\/[0-9]+\] .*(c\+\+|cc) .* -c / { n++; o = "";
     for (i = 1; i <= NF; i++) if ($i ~ /^-O/) o = $i
@@ -94,18 +97,25 @@ mkdir -p "$r"
 rpm --root "$r" --initdb
 rpm --root "$r" $rpm_debian -i --nodeps "$rpm" "$devel"
 line=$(grep -v '^#' "$r/etc/tandem/plugstack.conf")
-[ "$line" = "required /usr/lib64/slurm/tandem_spank.so engine=/usr/lib64/libtandem.so.0 python=/usr/share/tandem/python" ] \
+[ "$line" = "required /usr/lib64/slurm/tandem_spank.so engine=/usr/lib64/tandem/libtandem.so.0 python=/usr/lib64/tandem/python" ] \
   || fail "plugstack line: $line"
 [ "$(readlink -f "$r/etc/slurm/plugstack.conf.d/tandem.conf")" = "$r/etc/tandem/plugstack.conf" ] || fail "link after install"
-for f in usr/lib64/slurm/tandem_spank.so usr/lib64/libtandem.so.0 "usr/share/modulefiles/tandem/$project_version.lua" \
-         "usr/share/modulefiles/tandem/$project_version" usr/share/tandem/python/horovod/torch/__init__.py; do
+[ "$(readlink -f "$r/etc/containers/containers.conf.d/tandem.conf")" = "$r/etc/tandem/containers.conf" ] || fail "Podman link after install"
+[ -x "$r/etc/enroot/hooks.d/50-tandem.sh" ] || fail "the enroot hook is not an executable after install"
+grep -qxF 'volumes = ["/usr/lib64/tandem:/usr/lib64/tandem:ro"]' "$r/etc/tandem/containers.conf" || fail "the Podman drop-in does not bind /usr/lib64/tandem"
+grep -qF 'dir=${TANDEM_DIR:-/usr/lib64/tandem}' "$r/etc/tandem/enroot-hook.sh" || fail "the enroot hook does not bind /usr/lib64/tandem"
+# The plugin preloads libtandem-preload.so from beside its engine= library.
+for f in usr/lib64/slurm/tandem_spank.so usr/lib64/tandem/libtandem.so.0 usr/lib64/tandem/libtandem-preload.so \
+         usr/bin/tandem-ch-run usr/bin/tandem-oci-run "usr/share/modulefiles/tandem/$project_version.lua" \
+         "usr/share/modulefiles/tandem/$project_version" usr/lib64/tandem/python/horovod/torch/__init__.py; do
   [ -e "$r/$f" ] || fail "/$f is not installed"
 done
 ls "$r"/usr/share/man/man8/tandem_spank.8* >/dev/null 2>&1 || fail "no tandem_spank(8)"
 pass "installed: $line"
 rpm --root "$r" $rpm_debian -e tandem-devel tandem
-[ ! -e "$r/etc/slurm/plugstack.conf.d/tandem.conf" ] && [ ! -e "$r/etc/tandem" ] || fail "left after rpm -e: $(find "$r/etc" -name '*tandem*')"
-pass "rpm -e: the link and the unedited line are gone"
+[ -z "$(find "$r/etc" -name '*tandem*')" ] && [ ! -e "$r/usr/lib64/tandem" ] \
+  || fail "left after rpm -e: $(find "$r/etc" "$r/usr/lib64/tandem" -name '*tandem*')"
+pass "rpm -e: the links, the unedited configuration and the engine's folder are gone"
 rpm --root "$r" $rpm_debian -i --nodeps "$rpm"
 echo "# edited by the site" >>"$r/etc/tandem/plugstack.conf"
 rpm --root "$r" $rpm_debian -e tandem

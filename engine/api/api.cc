@@ -110,11 +110,10 @@ TANDEM_API tandem_result_t tandem_init(void) {
     std::lock_guard<std::mutex> lock(engine_mu);
     if (engine) return;
     auto e = std::make_shared<Engine>();
-    e->comm = join_job();
-    e->worker = std::make_unique<Worker>();
     // The runtime (named tensors) starts with the engine, so that every
     // tandem_enqueue_* works after tandem_init under any launcher.
-    api::start_runtime(*e->comm);
+    e->comm = join_job([](Communicator& c) { api::start_runtime(c); });
+    e->worker = std::make_unique<Worker>();
     engine = std::move(e);
   });
 }

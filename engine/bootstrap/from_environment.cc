@@ -6,6 +6,7 @@
 
 #include "bootstrap/env.h"
 #include "bootstrap/identity.h"
+#include "bootstrap/node_domain.h"
 #include "bootstrap/pmix_bootstrap.h"
 #include "bootstrap/single_bootstrap.h"
 #include "bootstrap/tcp_bootstrap.h"
@@ -34,17 +35,6 @@ bool tcp_requested() {
   return env::get("TANDEM_RENDEZVOUS_ADDR") || env::get("TANDEM_RANK") || env::get("TANDEM_SIZE");
 }
 
-std::string node_name() {
-  if (auto v = env::get("TANDEM_NODE_NAME")) {
-    if (v->find('\n') != std::string::npos)
-      throw BootstrapError("TANDEM_NODE_NAME must not contain a newline");
-    return *v;
-  }
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) throw SystemError("gethostname", errno);
-  return host;
-}
-
 std::unique_ptr<Bootstrap> tcp_from_environment() {
   auto addr = env::get("TANDEM_RENDEZVOUS_ADDR");
   auto size = env::get_int("TANDEM_SIZE", 1, 1 << 24);
@@ -70,7 +60,8 @@ std::unique_ptr<Bootstrap> tcp_from_environment() {
   o.token = *token;
   o.rank = *rank;
   o.size = *size;
-  o.node_name = node_name();
+  o.node_name = node_name_from_environment();
+  o.node_domain = node_local_domain();
   o.timeout = bootstrap_timeout();
   if (auto job = env::get("TANDEM_JOB_ID")) {
     if (!valid_job_id(*job))
@@ -84,14 +75,71 @@ std::unique_ptr<Bootstrap> tcp_from_environment() {
   return std::make_unique<TcpBootstrap>(std::move(o));
 }
 
+// A SPANK plugin that replaces each task's environment with one task's after
+// the tandem plugin ran leaves every rank with rank 0's identity. pyxis does
+// this when it is listed after tandem in plugstack.conf: it enters the
+// container in its task_init and imports the container's environment,
+// created from the first task's, into every task, but keeps each task's own
+// SLURM_PROCID. A disagreement is that, never a launcher's doing (tandem-run
+// inside a step sets TANDEM_RENDEZVOUS_SERVE=external and is left alone).
+void check_not_overwritten() {
+  if (!env::get("TANDEM_NNODES") || env::get("TANDEM_RENDEZVOUS_SERVE") == std::string("external")) return;
+  auto procid = env::get("SLURM_PROCID");
+  if (!procid) return;
+  for (const char* var : {"HOROVOD_RANK", "TANDEM_RANK"}) {
+    auto v = env::get(var);
+    if (!v || *v == *procid) continue;
+    const bool pyxis = env::get("PYXIS_VERSION").has_value();
+    throw BootstrapError(
+        std::string(var) + "=" + *v + " but this task is Slurm's task " + *procid +
+        " (SLURM_PROCID): " +
+        (pyxis ? "pyxis replaced every task's variables with the first task's, because "
+                 "tandem_spank.so is listed before pyxis (spank_pyxis.so) in plugstack.conf"
+               : "a SPANK plugin that ran after tandem_spank.so replaced the task's variables") +
+        ". The site must list tandem_spank.so after pyxis in plugstack.conf (docs/containers.md, "
+        "\"pyxis and enroot\")");
+  }
+}
+
+// Under srun --horovod the plugin gives every task both PMIx (srun's mpi/pmix)
+// and the TCP store's variables (rank 0's node, a port, the step's secret).
+// PMIx comes first; where it cannot work, inside a container whose image
+// lacks a loadable libpmix or cannot see the PMIx server's directory, every
+// task of the step fails the same way and all of them join through the
+// store instead. A job whose launcher gave PMIx alone gets PMIx's error.
+std::unique_ptr<Bootstrap> pmix_or_tcp() {
+  try {
+    return make_pmix_bootstrap(bootstrap_timeout());
+  } catch (const UnsupportedError& e) {  // no loadable libpmix
+    if (!tcp_requested()) throw BootstrapError(std::string("PMIx cannot be used: ") + e.what());
+    pmix_unusable_reason() = e.what();
+  } catch (const PmixInitError& e) {  // no PMIx server answered
+    if (!tcp_requested()) throw;
+    pmix_unusable_reason() = e.what();
+  }
+  try {
+    return tcp_from_environment();
+  } catch (const Error& e) {
+    throw BootstrapError("PMIx could not be used (" + pmix_unusable_reason() +
+                         ") and the TCP store the plugin set up could not be joined either: " + e.what());
+  }
+}
+
 }  // namespace
+
+std::string& pmix_unusable_reason() {
+  static auto* reason = new std::string;
+  return *reason;
+}
 
 std::unique_ptr<Bootstrap> bootstrap_from_environment() {
   bootstrap_timeout();  // a bad TANDEM_BOOTSTRAP_TIMEOUT is an error even for a world of one
+  pmix_unusable_reason().clear();
   Kind kind = requested_kind();
   if (kind == Kind::kAuto) {
-    if (launched_by_pmix()) kind = Kind::kPmix;
-    else if (tcp_requested()) kind = Kind::kTcp;
+    check_not_overwritten();
+    if (launched_by_pmix()) return pmix_or_tcp();
+    if (tcp_requested()) kind = Kind::kTcp;
     else kind = Kind::kSingle;
   }
   switch (kind) {

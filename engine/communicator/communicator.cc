@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "collectives/collectives.h"
+#include "collectives/partners.h"
 #include "common/errors.h"
 #include "common/settings.h"
 #include "shm/shm_settings.h"
@@ -96,7 +97,10 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
       if (node.size() != nodes[0].size()) uniform_ = false;
       if (id_.local_rank < static_cast<int>(node.size())) group.push_back(node[id_.local_rank]);
     }
-    cross_ = connect_(*bootstrap_, group, options_.timeout);
+    const int index =
+        static_cast<int>(std::find(group.begin(), group.end(), id_.rank) - group.begin());
+    cross_ = connect_(*bootstrap_, group, options_.timeout,
+                      algorithm_partners(index, static_cast<int>(group.size())));
     if (options_.connect_world_at_start) world_transport();
   }
 }
@@ -107,9 +111,24 @@ Transport& Communicator::world_transport() {
   if (!world_) {
     std::vector<int> all(id_.size);
     for (int r = 0; r < id_.size; ++r) all[r] = r;
-    world_ = connect_(*bootstrap_, all, options_.timeout);
+    // Alltoall and the direct reducescatter exchange with every rank:
+    // nothing is worth connecting ahead, each pair connects on first use.
+    world_ = connect_(*bootstrap_, all, options_.timeout, {});
+    world_seen_.store(world_.get(), std::memory_order_release);
   }
   return *world_;
+}
+
+Transport::Traffic Communicator::traffic() const {
+  Transport::Traffic sum;
+  for (const Transport* t : {cross_.get(), world_seen_.load(std::memory_order_acquire)}) {
+    if (!t) continue;
+    const Transport::Traffic x = t->traffic();
+    sum.bytes_sent += x.bytes_sent;
+    sum.bytes_received += x.bytes_received;
+    sum.connections += x.connections;
+  }
+  return sum;
 }
 
 void Communicator::poison(const std::exception_ptr& e) {

@@ -10,7 +10,10 @@
 //     parts. With an uneven layout (3+1) the local rank 0s carry the whole
 //     buffer between nodes instead;
 //   - several nodes, other collectives: over a transport joining every rank
-//     (connected on first use), barrier through the node leaders.
+//     (made on first use, its connections too), barrier through the node
+//     leaders.
+// A transport across nodes connects at set-up only the peers the algorithms
+// exchange with (collectives/partners.h): O(log n) sockets per rank.
 // Results are bitwise identical on every rank and reproducible for a layout.
 //
 // Collectives are called by every rank in the same order, one at a time per
@@ -41,9 +44,13 @@ class Doorbell;
 class ShmGroup;
 
 // Makes a Transport for `members` (world ranks, ascending, including this
-// one); collective over the world like connect_tcp().
+// one); collective over the world like connect_tcp(). `planned`: the group
+// indices this rank connects during set-up (collectives/partners.h); any
+// other peer is connected on first use. Transports without connections
+// (the memory transport) ignore it.
 using TransportFactory = std::function<std::unique_ptr<Transport>(
-    Bootstrap&, const std::vector<int>& members, std::chrono::milliseconds timeout)>;
+    Bootstrap&, const std::vector<int>& members, std::chrono::milliseconds timeout,
+    const std::vector<int>& planned)>;
 
 struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};  // TANDEM_TIMEOUT
@@ -130,6 +137,10 @@ class Communicator {
   // Fails this rank's and its peers' current and later collectives.
   void abort(const std::string& why);
 
+  // The traffic of this rank's transports across nodes so far (transport.h).
+  // Safe from any thread.
+  Transport::Traffic traffic() const;
+
  private:
   template <typename F>
   void run(F&& body);
@@ -151,6 +162,7 @@ class Communicator {
   std::vector<std::vector<int>> nodes_;  // world ranks of each node, ascending
   std::unique_ptr<Transport> cross_;  // same local rank on every node
   std::unique_ptr<Transport> world_;  // every rank, on first use
+  std::atomic<Transport*> world_seen_{nullptr};  // world_, for traffic() from other threads
   std::mutex poison_mu_;
   std::exception_ptr failed_;
   std::atomic<bool> poisoned_{false};  // failed_ is set: every call checks this, not the mutex

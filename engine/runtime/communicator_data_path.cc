@@ -67,6 +67,11 @@ std::vector<Bytes> CommunicatorDataPath::exchange(const Bytes& mine) {
   return out;
 }
 
+uint64_t CommunicatorDataPath::traffic_bytes() const {
+  const Transport::Traffic t = comm_->traffic();
+  return t.bytes_sent + t.bytes_received;
+}
+
 void CommunicatorDataPath::request_round(uint64_t round, bool far) {
   // The node's first rank to ask for this round tells the other nodes.
   if (doorbell_ && doorbell_->request(round) && relay_ && far) relay_->forward(round);

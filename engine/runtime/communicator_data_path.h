@@ -42,6 +42,7 @@ class CommunicatorDataPath : public DataPath {
   int rank() const override { return comm_->identity().rank; }
   int size() const override { return comm_->identity().size; }
   std::vector<Bytes> exchange(const Bytes& mine) override;
+  uint64_t traffic_bytes() const override;
   bool can_wake_members() const override { return doorbell_ != nullptr; }
   bool wake_ups_may_be_lost() const override { return relay_ != nullptr; }
   void request_round(uint64_t round, bool far) override;

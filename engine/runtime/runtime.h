@@ -121,6 +121,7 @@ class Runtime {
   void batching_window();
   bool cycle_all();  // false once the runtime stops
   bool cycle(ProcessSet& set, bool* shutdown_seen);
+  std::chrono::steady_clock::duration details_after() const;
   CycleMessage announce(ProcessSet& set);
   // What this rank waits in, when it is blocked (deadlock.h); else empty.
   std::vector<Wait> describe_waits();

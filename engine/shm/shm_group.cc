@@ -8,6 +8,7 @@
 #include <random>
 #include <sys/resource.h>
 
+#include "bootstrap/node_domain.h"
 #include "common/errors.h"
 #include "shm/peer_memory.h"
 #include "shm/stream_copy.h"
@@ -45,16 +46,19 @@ void split(size_t m, int n, int j, size_t es, size_t* lo, size_t* hi) {
   *hi = std::min(m, *lo + per);
 }
 
-// What the node's first local rank tells the others about the segment.
+// What the node's first local rank tells the others about the segment; in
+// the first round every rank's proposal, with what it shares memory through
+// (bootstrap/node_domain.h).
 struct SegmentInfo {
   std::string name;
   size_t chunk = 0;
   size_t arena = 0;
+  std::string domain = "-";
 };
 
 Bytes encode(const SegmentInfo& s) {
   std::ostringstream o;
-  o << s.chunk << ' ' << s.arena << ' ' << s.name;
+  o << s.chunk << ' ' << s.arena << ' ' << s.domain << ' ' << s.name;
   const std::string t = o.str();
   return Bytes(t.begin(), t.end());
 }
@@ -62,9 +66,41 @@ Bytes encode(const SegmentInfo& s) {
 SegmentInfo decode(const Bytes& b) {
   std::istringstream i(std::string(b.begin(), b.end()));
   SegmentInfo s;
-  i >> s.chunk >> s.arena >> s.name;
+  i >> s.chunk >> s.arena >> s.domain >> s.name;
   if (!i && !i.eof()) throw BootstrapError("shared memory setup: malformed segment description");
   return s;
+}
+
+std::string domain_part(const std::string& domain, const char* key) {
+  const std::string k = std::string(key) + "=";
+  size_t at = domain.find(k);
+  if (at == std::string::npos) return "";
+  at += k.size();
+  return domain.substr(at, domain.find(',', at) - at);
+}
+
+// Every rank sees every proposal, so every rank finds the same first pair of
+// ranks of one node that cannot share memory, and all of them stop with the
+// same message instead of some waiting for a segment others cannot open.
+void check_node_domains(const Identity& id, const std::vector<Bytes>& proposals) {
+  std::map<int, int> first_of_node;
+  for (int r = 0; r < id.size; ++r) {
+    const int node = id.node_of_rank.empty() ? 0 : id.node_of_rank.at(r);
+    auto it = first_of_node.emplace(node, r).first;
+    const int a = it->second;
+    const std::string da = decode(proposals.at(a)).domain, db = decode(proposals.at(r)).domain;
+    if (da == db) continue;
+    const bool shm = domain_part(da, "shm") != domain_part(db, "shm");
+    throw UnsupportedError(
+        "ranks " + std::to_string(a) + " and " + std::to_string(r) + " are on one node (" +
+        std::to_string(node) + ") but " +
+        (shm ? "do not see the same /dev/shm (the container runtime gave each its own)"
+             : "are in different PID namespaces (the container runtime gave each its own)") +
+        ": the node-local transport needs the node's ranks to share the host's /dev/shm and PID "
+        "namespace. Run the containers with them (podman: --ipc=host --pid=host, or "
+        "ipcns/pidns = \"host\" in containers.conf; docs/containers.md), or bootstrap over TCP "
+        "(TANDEM_BOOTSTRAP=tcp under srun --horovod), where such ranks talk over TCP instead");
+  }
 }
 
 }  // namespace
@@ -89,13 +125,14 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   // everywhere (the hierarchical allreduce needs the same steps on every
   // node), the node leader's arena size wins in the node.
   SegmentInfo mine{"", round_up(std::max<size_t>(options.chunk_bytes, kPage), kPage),
-                   round_up(options.arena_bytes, kPage)};
+                   round_up(options.arena_bytes, kPage), node_local_domain()};
   control_bytes_ = round_up(sizeof(ControlBlock), kPage);
   auto total = [&](const SegmentInfo& s) {
     return control_bytes_ + static_cast<size_t>(n_) * (2 * s.chunk + s.arena);
   };
   // Two rounds: first agree on the sizes, then the leader creates.
   auto proposals = bootstrap.allgather(encode(mine), options.timeout);
+  check_node_domains(id, proposals);
   const SegmentInfo world0 = decode(proposals.at(0));
   const SegmentInfo leader = decode(proposals.at(locals[0]));
   chunk_ = world0.chunk;

@@ -4,7 +4,8 @@ that shows one agrees with the code:
 
 - every TANDEM_*/HOROVOD_* environment variable the code, the scripts or the
   packaging read or set (string literals and shell expansions in engine/,
-  plugin/, tools/, python/, contrib/, tests/e2e/, etc/, debian/) has a row in
+  plugin/, tools/, python/, contrib/, tests/e2e/, etc/, debian/; scripts
+  without a suffix by their #! line) has a row in
   docs/settings.md, and every row there is still used;
 - every such variable a manual page (docs/man/*.md) names is a row there;
 - the plugstack.conf keys of plugin/config.cc, the values of --horovod
@@ -46,7 +47,10 @@ def header_identifiers():
 def scanned_files():
     for folder in SCANNED:
         for path in (ROOT / folder).rglob("*"):
-            if path.is_file() and (path.suffix in SUFFIXES or path.name == "rules"):
+            if not path.is_file():
+                continue
+            script = path.suffix == "" and path.read_bytes()[:2] == b"#!"  # tools/tandem-ch-run, debian/rules
+            if path.suffix in SUFFIXES or path.name == "rules" or script:
                 yield path
 
 

@@ -35,6 +35,7 @@ Fixtures
   plugstack argument is tested without restarting the daemons.
 * Attributes: ``name``, ``dir``, ``build``, ``root``, ``nodes`` (3),
   ``cpus`` (per node), ``gpus`` (per node), ``engine`` (libtandem.so path),
+  ``preload`` (libtandem-preload.so, what the plugin puts on LD_PRELOAD),
   ``python_dir``, ``plugin_args`` (the cluster's plugstack arguments),
   ``env`` (os.environ plus SLURM_CONF).
 
@@ -168,6 +169,7 @@ class Cluster:
         self.dir = build / "cluster" / name
         self.nodes, self.cpus, self.gpus = NODES, CPUS, GPUS
         self.engine = str(build / "engine" / "libtandem.so")
+        self.preload = str(build / "engine" / "libtandem-preload.so")
         # What start.sh passes as python=: the packages Meson laid out in the build.
         self.python_dir = str(build / "python")
         self.plugin_args = list(plugin_args)

@@ -9,7 +9,13 @@
 // TCP transport would use and runs a thread (`tandem-relay`) that relays
 // each request it receives to its node's doorbell. A datagram is the
 // receiving node's 16-byte key (random, published with the address through
-// the bootstrap, so only the job's own ranks can wake it) and the round.
+// the bootstrap, so only the job's own ranks can wake it), the round and
+// the node it started from. It travels down a binomial tree rooted at that
+// node: the origin sends ceil(log2 n) datagrams and each relay passes it on
+// to its own subtree, so no rank sends more than log2 n per round (sending
+// to every node from the origin cost 10,000 sendto()s on the runtime
+// thread of a 10,000-node job before its round could start), and the last
+// node hears of it after log2 n hops.
 // UDP may drop a datagram: the runtime still runs a round when its sleep
 // times out (kRelayFallback in runtime.cc), which bounds that delay.
 #pragma once
@@ -46,12 +52,14 @@ class WakeRelay {
   WakeRelay& operator=(const WakeRelay&) = delete;
 
   // Tells every other node that round `round` was asked for. Never blocks;
-  // a datagram the kernel cannot take now is dropped (the fallback covers it).
+  // a datagram the kernel cannot take now is dropped (the fallback covers it,
+  // and the dropped datagram's subtree with it).
   void forward(uint64_t round);
 
-  // Datagrams accepted by this node's relay, and where it listens (node
-  // leaders; tests).
+  // Datagrams accepted by this node's relay, datagrams this process sent,
+  // and where it listens (node leaders; tests).
   uint64_t relayed() const { return relayed_.load(); }
+  uint64_t sent() const { return sent_.load(); }
   const SockAddr& listening_on() const { return address_; }
 
  private:
@@ -61,6 +69,9 @@ class WakeRelay {
     Key key{};
   };
   void serve();
+  // Sends the round to the children of this node in the tree rooted at
+  // node `origin`.
+  void pass_on(uint64_t round, uint32_t origin);
 
   Doorbell& doorbell_;
   Fd listener_;  // node leaders only
@@ -68,8 +79,10 @@ class WakeRelay {
   Fd stop_;      // eventfd that ends serve()
   Key key_{};    // what datagrams to this node must carry
   SockAddr address_;
-  std::vector<Peer> others_;  // the other nodes' leaders
+  std::vector<Peer> peers_;  // every node's leader by node index (this one's unused)
+  uint32_t node_ = 0;        // this node's index
   std::atomic<uint64_t> relayed_{0};
+  std::atomic<uint64_t> sent_{0};
   std::thread thread_;
 };
 

@@ -54,8 +54,11 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         groups=groups, process_set=process_set, scale_local_gradients=scale_local_gradients)
 
 
-def __getattr__(attr):  # PEP 562: hvd.SyncBatchNormalization loads Keras on first use
-    if attr == "SyncBatchNormalization":
+def __getattr__(name):  # PEP 562: hvd.elastic and hvd.SyncBatchNormalization load on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    if name == "SyncBatchNormalization":  # Keras: not loaded by importing horovod.tensorflow
         from horovod.tensorflow.sync_batch_norm import SyncBatchNormalization
         return SyncBatchNormalization
-    raise AttributeError("module 'horovod.tensorflow' has no attribute %r" % attr)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

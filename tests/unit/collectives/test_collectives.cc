@@ -155,7 +155,8 @@ TEST(Collectives, BroadcastAndAllgatherAcrossNodesConnectNoWorldTransport) {
     for (int r = 0; r < size; ++r) {
       threads.emplace_back([&, r] {
         try {
-          auto connect = [&](Bootstrap& b, const std::vector<int>& m, std::chrono::milliseconds t) {
+          auto connect = [&](Bootstrap& b, const std::vector<int>& m, std::chrono::milliseconds t,
+                             const std::vector<int>&) {
             {
               std::lock_guard<std::mutex> lock(mu);
               groups.push_back(m.size());

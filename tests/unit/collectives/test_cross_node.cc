@@ -7,7 +7,9 @@
 //     here independently (fold of the extra ranks, butterfly, ring chains);
 //     recursive doubling and halving-doubling give the same bits;
 //   - the critical path in messages (a Lamport clock carried beside every
-//     message) is log2 for the tree algorithms at 16-64 ranks, not n.
+//     message) is log2 for the tree algorithms at 16-64 ranks, not n;
+//   - every algorithm exchanges only with the partners a transport
+//     connects ahead (partners.h), which are few and symmetric.
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -19,6 +21,7 @@
 #include "collectives/allreduce_algorithms.h"
 #include "collectives/model.h"
 #include "collectives/collectives.h"
+#include "collectives/partners.h"
 #include "common/errors.h"
 #include "reference.h"
 #include "transport/memory/memory_transport.h"
@@ -267,10 +270,10 @@ TEST(CrossNodeRounds, TreesTakeLog2RoundsRingTakesN) {
 
 // allgatherv and broadcast, each algorithm and the model's pick, over
 // 1..9 ranks: uneven and empty blocks, in place, every root.
-enum class Gather { kPairwise, kBruck, kAuto };
+enum class Gather { kRing, kBruck, kAuto };
 
 void gather(Transport& t, Gather g, const void* send, void* recv, const std::vector<size_t>& bytes) {
-  if (g == Gather::kPairwise) allgatherv_pairwise(t, send, recv, bytes);
+  if (g == Gather::kRing) allgatherv_ring(t, send, recv, bytes);
   else if (g == Gather::kBruck) allgatherv_bruck(t, send, recv, bytes);
   else allgatherv(t, send, recv, bytes);
 }
@@ -279,7 +282,7 @@ uint8_t byte_of(int rank, size_t i) { return static_cast<uint8_t>(rank * 37 + i 
 
 TEST(CrossNodeAllgather, EveryAlgorithmLayoutAndSize) {
   for (int n = 1; n <= 9; ++n) {
-    for (Gather g : {Gather::kPairwise, Gather::kBruck, Gather::kAuto}) {
+    for (Gather g : {Gather::kRing, Gather::kBruck, Gather::kAuto}) {
       for (size_t scale : {size_t{0}, size_t{1}, size_t{1000}, size_t{70001}}) {
         std::vector<size_t> bytes(n);
         for (int r = 0; r < n; ++r) bytes[r] = scale * ((r * 5 + 3) % 4);  // some blocks empty
@@ -354,8 +357,92 @@ TEST(CrossNodeRounds, BruckGathersInLog2Rounds) {
     int k = 0;
     while ((1 << k) < n) ++k;
     EXPECT_EQ(gather_depth(n, Gather::kBruck), static_cast<uint64_t>(k)) << n << " ranks";
-    EXPECT_EQ(gather_depth(n, Gather::kPairwise), static_cast<uint64_t>(n - 1)) << n << " ranks";
+    EXPECT_EQ(gather_depth(n, Gather::kRing), static_cast<uint64_t>(n - 1)) << n << " ranks";
     EXPECT_EQ(gather_depth(n, Gather::kAuto), static_cast<uint64_t>(k)) << n << " ranks, 16 B each";
+  }
+}
+
+// A transport that fails any exchange with a peer outside the plan.
+class PlannedOnlyTransport : public Transport {
+ public:
+  explicit PlannedOnlyTransport(Transport& inner)
+      : t_(inner), plan_(algorithm_partners(inner.rank(), inner.size())) {}
+  int rank() const override { return t_.rank(); }
+  int size() const override { return t_.size(); }
+  void send(int peer, const void* data, size_t bytes) override {
+    check(peer);
+    t_.send(peer, data, bytes);
+  }
+  void recv(int peer, void* data, size_t bytes) override {
+    check(peer);
+    t_.recv(peer, data, bytes);
+  }
+  void sendrecv(int to, const void* s, size_t sb, int from, void* r, size_t rb) override {
+    check(to);
+    check(from);
+    t_.sendrecv(to, s, sb, from, r, rb);
+  }
+  void abort(const std::string& why) override { t_.abort(why); }
+
+ private:
+  void check(int peer) const {
+    if (!std::binary_search(plan_.begin(), plan_.end(), peer))
+      ADD_FAILURE() << "rank " << rank() << " of " << size() << " exchanges with " << peer
+                    << ", which algorithm_partners does not list";
+  }
+  Transport& t_;
+  std::vector<int> plan_;
+};
+
+TEST(CrossNodePartners, EveryAlgorithmExchangesOnlyWithPlannedPartners) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 31, 33}) {
+    run_group(n, [&](Transport& inner) {
+      PlannedOnlyTransport t(inner);
+      const int me = t.rank();
+      for (Algo a : kAlgos)
+        for (size_t count : {size_t{1}, size_t{5000}}) {
+          std::vector<float> in(count, 1.0f), out(count);
+          allreduce(t, in.data(), out.data(), count,
+                    Reduction{TANDEM_FLOAT32, TANDEM_SUM, 1, true, 1, n}, a);
+          EXPECT_EQ(out[count - 1], static_cast<float>(n));
+        }
+      for (Gather g : {Gather::kRing, Gather::kBruck}) {
+        std::vector<size_t> bytes(n, 3);
+        std::vector<uint8_t> mine(3, static_cast<uint8_t>(me)), all(3 * n);
+        gather(t, g, mine.data(), all.data(), bytes);
+        EXPECT_EQ(all[3 * n - 1], n - 1);
+      }
+      for (int root = 0; root < n; ++root) {
+        std::vector<uint8_t> buf(1000, me == root ? 9 : 0);
+        broadcast_binomial(t, buf.data(), buf.size(), root);
+        broadcast_scatter_allgather(t, buf.data(), buf.size(), root);
+        EXPECT_EQ(buf[999], 9);
+      }
+      barrier(t);
+    });
+  }
+}
+
+TEST(CrossNodePartners, SymmetricAndLogarithmic) {
+  for (int n = 1; n <= 4100; n = n < 70 ? n + 1 : n * 3 / 2 + 1) {
+    int log = 0;
+    while ((1 << log) < n) ++log;
+    std::vector<std::vector<int>> p(n);
+    size_t most = 0;
+    for (int i = 0; i < n; ++i) {
+      p[i] = algorithm_partners(i, n);
+      most = std::max(most, p[i].size());
+      EXPECT_TRUE(std::is_sorted(p[i].begin(), p[i].end()));
+      EXPECT_FALSE(std::binary_search(p[i].begin(), p[i].end(), i)) << n;
+    }
+    EXPECT_LE(most, static_cast<size_t>(3 * log)) << n << " ranks";
+    if (n >= 8) {
+      EXPECT_LT(most, static_cast<size_t>(n - 1)) << n << " ranks: the plan is a full mesh";
+    }
+    for (int i = 0; i < n; ++i)
+      for (int j : p[i])
+        EXPECT_TRUE(std::binary_search(p[j].begin(), p[j].end(), i))
+            << n << " ranks: " << i << " plans " << j << " but not the other way round";
   }
 }
 

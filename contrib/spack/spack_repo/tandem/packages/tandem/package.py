@@ -65,9 +65,10 @@ class Tandem(MesonPackage):
 
     def setup_run_environment(self, env):
         # What `module load tandem` gives a login shell (etc/modulefiles):
-        # the Python packages and the engine they load.
-        env.prepend_path("PYTHONPATH", join_path(self.prefix.share, "tandem", "python"))
-        env.set("TANDEM_LIBRARY", join_path(self.prefix.lib, "libtandem.so.0"))
+        # the Python packages and the engine they load, in the one folder
+        # <libdir>/tandem that container runtimes bind (docs/containers.md).
+        env.prepend_path("PYTHONPATH", join_path(self.prefix.lib, "tandem", "python"))
+        env.set("TANDEM_LIBRARY", join_path(self.prefix.lib, "tandem", "libtandem.so.0"))
         if self.spec.satisfies("+cuda"):
             # The engine dlopen()s NCCL; name Spack's, not whatever ld.so finds.
             env.set("TANDEM_NCCL_LIBRARY",

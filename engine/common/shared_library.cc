@@ -1,4 +1,4 @@
-#include "gpu/shared_library.h"
+#include "common/shared_library.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -6,7 +6,6 @@
 #include "common/errors.h"
 
 namespace tandem {
-namespace gpu {
 
 SharedLibrary SharedLibrary::open_first(const std::string& what,
                                         const std::vector<std::string>& candidates,
@@ -15,7 +14,8 @@ SharedLibrary SharedLibrary::open_first(const std::string& what,
   for (const auto& candidate : candidates) {
     dlerror();
     // RTLD_LOCAL: the symbols stay out of the global namespace, so a
-    // framework that brings its own copy (torch's libnccl) is not disturbed.
+    // framework that brings its own copy (torch's libnccl, an image's
+    // libpmix) is not disturbed.
     void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle != nullptr) return SharedLibrary(handle, what, candidate);
     const char* err = dlerror();
@@ -45,5 +45,4 @@ std::string SharedLibrary::path() const {
   return name_;
 }
 
-}  // namespace gpu
 }  // namespace tandem

@@ -1,15 +1,16 @@
 // A shared library opened at run time with dlopen. libtandem never links
-// against CUDA or NCCL: the plugin preloads it into every task, and a
-// DT_NEEDED on libcudart would break every job on a CPU-only node. The GPU
-// path opens the libraries here instead, and a failure becomes a reason
-// string, not a crash.
+// against CUDA, NCCL or PMIx: it is loaded into every task of a step, in
+// images that hold none of them, and a DT_NEEDED on libcudart or libpmix
+// would stop it from loading at all (every program of a container exited
+// 127 over a missing libpmix.so.2). The GPU path and the PMIx bootstrap open
+// the libraries here instead, and a failure becomes a reason string, not a
+// crash.
 #pragma once
 
 #include <string>
 #include <vector>
 
 namespace tandem {
-namespace gpu {
 
 class SharedLibrary {
  public:
@@ -31,9 +32,10 @@ class SharedLibrary {
  private:
   SharedLibrary(void* handle, std::string what, std::string name)
       : handle_(handle), what_(std::move(what)), name_(std::move(name)) {}
-  // Never dlclose()d: libnccl starts threads (the bootstrap root listener
-  // of ncclGetUniqueId, proxies) that would run on unmapped code. A handle
-  // lives as long as the process, which is how the libraries expect it.
+  // Never dlclose()d: libnccl and libpmix start threads (the bootstrap root
+  // listener of ncclGetUniqueId, proxies, PMIx's progress thread) that
+  // would run on unmapped code. A handle lives as long as the process,
+  // which is how the libraries expect it.
   void* handle_;
   std::string what_;
   std::string name_;
@@ -50,5 +52,4 @@ void bind_optional(const SharedLibrary& lib, Fn*& slot, const char* name) {
   slot = reinterpret_cast<Fn*>(lib.optional_symbol(name));
 }
 
-}  // namespace gpu
 }  // namespace tandem
