@@ -186,16 +186,17 @@ def test_unloadable_engine_never_stops_a_program(cluster, work, ch_run):
         shutil.rmtree(mnt)
 
 
-def test_folder_not_visible_names_the_bind(cluster, work, ch_run):
+def test_folder_not_visible_names_the_bind(cluster, ch_run):
     """Plain ch-run (no wrapper): the site's folder is not in the image (only
     the Python package, bound by hand). Every program still runs; the import
     says what is missing and where to bind it."""
     img = image("bookworm-torch")
-    pkg = work / "pkg"
-    pkg.mkdir(exist_ok=True)
-    r = cluster.srun("-N", "1", "-n", "1", "--horovod=on", "ch-run",
-                     "-b", "%s:%s" % (cluster.python_dir, pkg), img, "--",
-                     "sh", "-c", "/bin/true && PYTHONPATH=%s python3 -c 'import tandem; tandem.init()'" % pkg,
+    # -t: ch-run shares the host's /tmp by default, so a build tree under
+    # /tmp (a CI clone) would be visible after all; the package goes to the
+    # image's own /mnt (ch-run binds only onto paths the image has).
+    r = cluster.srun("-N", "1", "-n", "1", "--horovod=on", "ch-run", "-t",
+                     "-b", "%s:/mnt" % cluster.python_dir, img, "--",
+                     "sh", "-c", "/bin/true && PYTHONPATH=/mnt python3 -c 'import tandem; tandem.init()'",
                      env={"USER": "root"}, timeout=120)
     assert r.returncode != 0
     assert "is not visible inside this charliecloud container" in r.stderr, r.stderr
