@@ -9,8 +9,10 @@
 // prediction held: a step is never enabled without PMIx.
 #include <cstdlib>
 
+#include "common/log.h"
 #include "container_env.h"
 #include "plugin_error.h"
+#include "plugin_log.h"
 #include "plugin_state.h"
 #include "srun_args.h"
 
@@ -66,6 +68,7 @@ void local_init(spank_t /*sp*/, PluginState& st) {
 void local_init_post_opt(spank_t /*sp*/, PluginState& st) {
   const Mode mode = st.mode();
   if (!mode_enabled(mode)) return;
+  configure_log_from_process_environment(true);  // a bad TANDEM_LOG stops the step here
   if (st.explicit_mpi && !is_pmix(*st.explicit_mpi)) {
     throw PluginError(std::string("--horovod=") + mode_name(mode) +
                       " needs the PMIx MPI plugin, but MPI type '" + *st.explicit_mpi +
@@ -76,6 +79,9 @@ void local_init_post_opt(spank_t /*sp*/, PluginState& st) {
                       " was seen too late to select PMIx (srun reads its MPI type first): "
                       "put --horovod before the command, or add --mpi=pmix");
   }
+  TANDEM_DEBUG(plugin, "--horovod=%s: MPI type %s (%s)", mode_name(mode),
+               st.explicit_mpi ? st.explicit_mpi->c_str() : "pmix",
+               st.forced_pmix ? "set by the plugin" : "the user's");
 }
 
 }  // namespace tandem::plugin

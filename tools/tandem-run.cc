@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tool_log.h"
 #include "apply.h"
 #include "bootstrap/identity.h"
 #include "hwloc_loader.h"
@@ -60,11 +61,10 @@ struct Options {
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "tandem-run: %s\n"
-               "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
-               "                  [--store-stats] COMMAND [ARGS...]\n",
-               msg.c_str());
+  TANDEM_ERROR(tools, "%s", msg.c_str());
+  std::fputs("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+             "                  [--store-stats] COMMAND [ARGS...]\n",
+             stderr);
   std::exit(kUsageError);
 }
 
@@ -254,7 +254,7 @@ void Launcher::start_rank(int r, const std::string& addr, const std::string& tok
       try {
         tandem::planner::apply_binding(*topology_, task);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "tandem-run: rank %d: --bind failed: %s\n", r, e.what());
+        TANDEM_ERROR(tools, "rank %d: --bind failed: %s", r, e.what());
         _exit(126);
       }
       for (const tandem::planner::EnvVar& var : task.env)
@@ -290,7 +290,7 @@ void Launcher::signal_all(int sig) {
 
 void Launcher::stop_job(const std::string& why, int code) {
   if (stopping_) return;
-  std::fprintf(stderr, "tandem-run: %s; stopping the job\n", why.c_str());
+  TANDEM_ERROR(tools, "%s; stopping the job", why.c_str());
   stopping_ = true;
   exit_code_ = code;
   signal_all(SIGTERM);
@@ -392,12 +392,14 @@ int Launcher::run() {
     if (s.fd >= 0) { emit(s, o_.label, true); close(s.fd); }
   if (o_.store_stats) {
     const auto t = store.traffic();
-    std::fprintf(stderr,
-                 "tandem-run: rendezvous store served %llu requests, %llu bytes in, %llu bytes "
-                 "out, %.3f s of CPU\n",
-                 static_cast<unsigned long long>(t.requests),
-                 static_cast<unsigned long long>(t.bytes_in),
-                 static_cast<unsigned long long>(t.bytes_out), t.cpu_ns / 1e9);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "rendezvous store served %llu requests, %llu bytes in, %llu bytes out, %.3f s "
+                  "of CPU",
+                  static_cast<unsigned long long>(t.requests),
+                  static_cast<unsigned long long>(t.bytes_in),
+                  static_cast<unsigned long long>(t.bytes_out), t.cpu_ns / 1e9);
+    TANDEM_LOG_ALWAYS(kInfo, tools, line);  // asked for with --store-stats
   }
   return exit_code_;
 }
@@ -405,11 +407,12 @@ int Launcher::run() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tandem::tools::start_log("tandem-run")) return kUsageError;
   Options o = parse_args(argc, argv);
   try {
     return Launcher(std::move(o)).run();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem-run: %s\n", e.what());
+    TANDEM_ERROR(tools, "%s", e.what());
     return 1;
   }
 }

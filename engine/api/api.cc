@@ -14,6 +14,8 @@
 #include "api/worker.h"
 #include "collectives/reduce.h"
 #include "common/errors.h"
+#include "common/log.h"
+#include "common/settings.h"
 #include "communicator/communicator.h"
 #include "tandem/tandem.h"
 
@@ -75,6 +77,16 @@ tandem_result_t nonblocking(tandem_request_t* out, Check&& check, F&& body) noex
   });
 }
 
+// TANDEM_INFO: what this process runs with that is not the default.
+void log_settings() {
+  if (!TANDEM_LOG_ENABLED(kInfo, api)) return;
+  std::string text;
+  for (const std::string& s : settings_differing_from_defaults())
+    text += (text.empty() ? "" : ", ") + s;
+  TANDEM_INFO(api, "tandem %s initialized; settings that differ from their defaults: %s",
+              tandem_version(), text.empty() ? "none" : text.c_str());
+}
+
 template <typename T>
 tandem_result_t identity_query(T* out, int Identity::*field) noexcept {
   return guarded([&] {
@@ -109,6 +121,7 @@ TANDEM_API tandem_result_t tandem_init(void) {
   return guarded([] {
     std::lock_guard<std::mutex> lock(engine_mu);
     if (engine) return;
+    log::configure_from_environment();  // a bad TANDEM_LOG fails init, naming it
     auto e = std::make_shared<Engine>();
     e->comm = join_job();
     e->worker = std::make_unique<Worker>();
@@ -116,6 +129,7 @@ TANDEM_API tandem_result_t tandem_init(void) {
     // tandem_enqueue_* works after tandem_init under any launcher.
     api::start_runtime(*e->comm);
     engine = std::move(e);
+    log_settings();
   });
 }
 

@@ -6,7 +6,8 @@
 namespace tandem {
 
 std::unique_ptr<Communicator> join_job() {
-  const CommunicatorOptions options = CommunicatorOptions::from_environment();
+  CommunicatorOptions options = CommunicatorOptions::from_environment();
+  options.setup_log_level = log::Level::kInfo;  // TANDEM_LOG=info describes the world's set-up
   return std::make_unique<Communicator>(bootstrap_from_environment(), job_transport(), options);
 }
 

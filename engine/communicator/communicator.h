@@ -36,6 +36,7 @@
 #include "collectives/allreduce_algorithms.h"
 #include "collectives/reduce.h"
 #include "common/input_source.h"
+#include "common/log.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -68,6 +69,10 @@ struct CommunicatorOptions {
   bool connect_world_at_start = false;
   // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
+  // The level of the lines describing the set-up (layout, shared memory,
+  // transport, algorithm): info for the C API's world, debug for the
+  // runtime's and process sets' own Communicators over the same job.
+  log::Level setup_log_level = log::Level::kDebug;
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
@@ -152,6 +157,7 @@ class Communicator {
                               const InputSource* source = nullptr);
   void hierarchical_broadcast(void* buf, size_t bytes, int root);
   void hierarchical_allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
+  void log_setup() const;
 
   std::unique_ptr<Bootstrap> bootstrap_;
   TransportFactory connect_;

@@ -75,11 +75,11 @@ tandem_result_t code_of(const std::exception& e) {
 }  // namespace
 
 Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
-                 Log::Sink log_sink, std::unique_ptr<DevicePath> device)
+                 LogTap log_tap, std::unique_ptr<DevicePath> device)
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),
-      log_(rank, settings_.log_level, std::move(log_sink)),
+      log_tap_(std::move(log_tap)),
       factory_(std::move(factory)),
       device_(std::move(device)) {
   std::vector<int> all(static_cast<size_t>(size_));
@@ -90,6 +90,21 @@ Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, S
   sets_.push_back(std::make_shared<ProcessSet>(0, all, std::move(dp), settings_.cache_capacity));
   if (rank_ == 0 && !settings_.timeline_path.empty())
     timeline_.start(settings_.timeline_path, settings_.timeline_mark_cycles);
+  if (log_tap_ || log::enabled(log::Level::kInfo, log::Subsys::runtime)) {
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "fusing allreduces up to %zu bytes, batching window %g ms, response cache of "
+                  "%zu entries per process set, idle ranks %s, %s scheduling%s",
+                  settings_.fusion_threshold_bytes, settings_.cycle_time_ms,
+                  settings_.cache_capacity,
+                  world_->can_wake_members() ? "sleep until a peer asks for a round"
+                                             : "poll every TANDEM_IDLE_WAIT",
+                  settings_.batch_scheduling ? "SCHED_BATCH" : "SCHED_OTHER",
+                  settings_.timeline_path.empty() || rank_ != 0
+                      ? ""
+                      : ("; timeline to " + settings_.timeline_path).c_str());
+    report(log::Level::kInfo, text, __LINE__);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -103,6 +118,12 @@ void Runtime::stop() {
 }
 
 Runtime::~Runtime() { stop(); }
+
+void Runtime::report(log::Level level, const std::string& message, int line) const {
+  if (log_tap_) log_tap_(level, message);
+  else if (log::enabled(level, log::Subsys::runtime))
+    log::write_string(level, log::Subsys::runtime, __FILE__, line, message);
+}
 
 // Called on every enqueue: cheap when the background thread already knows
 // there is work (it reads last_work_ns_ for the batching window).
@@ -412,7 +433,7 @@ void Runtime::loop() {
       if (!cycle_all()) break;
     }
   } catch (const std::exception& e) {
-    log_(LogLevel::kError, e.what());
+    report(log::Level::kError, e.what(), __LINE__);
     fail_all(code_of(e), e.what());
   }
 }
@@ -609,7 +630,7 @@ bool Runtime::deadlocked(std::vector<CycleMessage>& messages) {
   // everywhere, and a thread that enqueued just after its rank's message
   // was built has been seen by the second round.
   if (verdict.found() && verdict == deadlock_candidate_) {
-    if (rank_ == 0) log_(LogLevel::kError, verdict.message);
+    if (rank_ == 0) report(log::Level::kError, verdict.message, __LINE__);
     fail_all(TANDEM_ERR_ABORTED, verdict.message);
     return true;
   }
@@ -812,7 +833,7 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
     }
     if (!lead.error.empty()) {
       counters_.add(Counter::kMismatches);
-      log_(LogLevel::kDebug, lead.error);
+      report(log::Level::kDebug, lead.error, __LINE__);
       finish(i0, lead.error_code, lead.error);
       continue;
     }
@@ -937,11 +958,12 @@ void Runtime::check_stalls() {
     std::string fatal;
     for (const std::string& w : inspector.inspect(set->coordinator().pending(), now, &fatal)) {
       counters_.add(Counter::kStallWarnings);
-      log_(LogLevel::kWarning, (set->id() ? "process set " + std::to_string(set->id()) + ": "
-                                          : std::string()) + w);
+      report(log::Level::kWarn,
+             (set->id() ? "process set " + std::to_string(set->id()) + ": " : std::string()) + w,
+             __LINE__);
     }
     if (!fatal.empty() && fatal_.empty()) {
-      log_(LogLevel::kError, fatal);
+      report(log::Level::kError, fatal, __LINE__);
       fatal_ = fatal;
       fatal_set_ = true;  // a cycle carries the shutdown to the other ranks
     }

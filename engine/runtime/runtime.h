@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,7 @@
 #include "runtime/data_path.h"
 #include "runtime/device_path.h"
 #include "runtime/handle.h"
-#include "runtime/log.h"
+#include "common/log.h"
 #include "runtime/process_set.h"
 #include "runtime/settings.h"
 #include "runtime/stall_inspector.h"
@@ -65,13 +66,17 @@ struct OpArgs {
   int process_set = TANDEM_GLOBAL_PROCESS_SET;
 };
 
+// Receives the runtime's messages instead of the log (tests with several
+// runtimes in one process read what each would have printed).
+using LogTap = std::function<void(log::Level, const std::string&)>;
+
 class Runtime {
  public:
   // Collective over the world: creates the global set's data path. Starts
   // the background thread. device: runs batches of device tensors
   // (device_path.h); without one they fail with TANDEM_ERR_UNSUPPORTED.
   Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
-          Log::Sink log_sink = nullptr, std::unique_ptr<DevicePath> device = nullptr);
+          LogTap log_tap = nullptr, std::unique_ptr<DevicePath> device = nullptr);
   // Asks the other ranks to stop, joins the thread, fails what is pending
   // (TANDEM_ERR_ABORTED) so that every wait ends. Idempotent.
   void stop();
@@ -143,11 +148,13 @@ class Runtime {
   int wait_internal(const std::shared_ptr<HandleState>& h);
   void throw_if_broken() const;
   void wake();
+  // To the log (subsystem runtime) or the tap.
+  void report(log::Level level, const std::string& message, int line) const;
 
   const int rank_;
   const int size_;
   const Settings settings_;
-  Log log_;
+  LogTap log_tap_;
   std::unique_ptr<DataPathFactory> factory_;
   std::unique_ptr<DevicePath> device_;  // GPU tensors; may be null
   HandleTable handles_;

@@ -21,6 +21,7 @@ fails only when that call is used, with a message naming the symbol.
 
 import ctypes
 import ctypes.util
+import logging
 import os
 import threading
 
@@ -298,4 +299,6 @@ def library():
             if _library is None:
                 cdll, origin = _load()
                 _library = Library(cdll, origin)
+                logging.getLogger("tandem").info(
+                    "libtandem %s: %s", _library.tandem_version().decode(), origin)
     return _library
