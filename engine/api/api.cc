@@ -12,7 +12,7 @@
 #include "api/join.h"
 #include "api/runtime_api.h"
 #include "api/worker.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/settings.h"

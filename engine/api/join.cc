@@ -2,6 +2,7 @@
 
 #include "bootstrap/from_environment.h"
 #include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/wake_relay.h"
 
 namespace tandem {
 
@@ -15,5 +16,7 @@ TransportFactory job_transport() {
   return [](Bootstrap& b, const std::vector<int>& members, std::chrono::milliseconds timeout,
             const std::vector<int>& planned) { return connect_tcp(b, members, timeout, planned); };
 }
+
+RoundRelayFactory job_round_relay() { return connect_wake_relay; }
 
 }  // namespace tandem

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "communicator/communicator.h"
+#include "transport/round_relay.h"
 
 namespace tandem {
 
@@ -15,5 +16,8 @@ std::unique_ptr<Communicator> join_job();
 // The transport between nodes that join_job() uses, for the Communicators
 // the runtime builds over the same job (api/runtime_api.cc).
 TransportFactory job_transport();
+// The relay that carries the runtime's round requests between nodes over
+// the same network (transport/round_relay.h).
+RoundRelayFactory job_round_relay();
 
 }  // namespace tandem

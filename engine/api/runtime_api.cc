@@ -91,7 +91,7 @@ void start_runtime(Communicator& world) {
   const CommunicatorOptions options = CommunicatorOptions::from_environment();
   auto factory = std::make_unique<runtime::CommunicatorDataPathFactory>(
       world.bootstrap(), job_transport(), options, settings.fusion_threshold_bytes,
-      settings.wake_relay);
+      settings.wake_relay, job_round_relay());
   const Identity& id = world.identity();
   install_runtime(std::make_unique<runtime::Runtime>(
       id.rank, id.size, std::move(factory), std::move(settings), nullptr,

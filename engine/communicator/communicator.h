@@ -34,7 +34,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/allreduce_algorithms.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/input_source.h"
 #include "common/log.h"
 #include "transport/transport.h"
