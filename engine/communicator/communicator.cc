@@ -239,8 +239,12 @@ void Communicator::poison(const std::exception_ptr& e) {
 template <typename F>
 void Communicator::run(F&& body) {
   if (poisoned_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(poison_mu_);
-    std::rethrow_exception(failed_);
+    std::exception_ptr first;
+    {
+      std::lock_guard<std::mutex> lock(poison_mu_);
+      first = failed_;
+    }
+    rethrow_after_failure(first);  // the same error if it lasts, else aborted
   }
   try {
     body();

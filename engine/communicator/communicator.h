@@ -18,9 +18,10 @@
 //
 // Collectives are called by every rank in the same order, one at a time per
 // Communicator (the C API serialises its callers). After any failure (peer
-// lost, timeout) the Communicator is poisoned: every later call rethrows the
-// first error, and local peers and transports are aborted so that nobody
-// waits for this rank.
+// lost, timeout) the Communicator is poisoned: every later call fails (with
+// the first error when it lasts, a lost peer or a timeout; else with
+// AbortedError and its message: common/errors.h), and local peers and
+// transports are aborted so that nobody waits for this rank.
 #pragma once
 
 #include <atomic>

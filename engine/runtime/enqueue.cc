@@ -60,14 +60,9 @@ int Runtime::wait_internal(const std::shared_ptr<HandleState>& h) {
   tandem_result_t code = h->result();
   std::string error = h->error();
   handles_.release(h->id());
-  switch (code) {
-    case TANDEM_SUCCESS: return result;
-    case TANDEM_ERR_MISMATCH: throw MismatchError(error);
-    case TANDEM_ERR_PEER_LOST: throw PeerLostError(error);
-    case TANDEM_ERR_TIMEOUT: throw TimeoutError(error);
-    case TANDEM_ERR_INVALID_ARGUMENT: throw InvalidArgument(error);
-    default: throw AbortedError(error);
-  }
+  if (code == TANDEM_SUCCESS) return result;
+  throw_error(code, error);
+
 }
 
 int Runtime::add_process_set(std::vector<int> ranks) {

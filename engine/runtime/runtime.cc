@@ -9,21 +9,6 @@
 #include "common/errors.h"
 
 namespace tandem::runtime {
-namespace {
-
-tandem_result_t code_of(const std::exception& e) {
-  if (dynamic_cast<const PeerLostError*>(&e)) return TANDEM_ERR_PEER_LOST;
-  if (dynamic_cast<const TimeoutError*>(&e)) return TANDEM_ERR_TIMEOUT;
-  if (dynamic_cast<const AbortedError*>(&e)) return TANDEM_ERR_ABORTED;
-  if (dynamic_cast<const MismatchError*>(&e)) return TANDEM_ERR_MISMATCH;
-  if (dynamic_cast<const SystemError*>(&e)) return TANDEM_ERR_SYSTEM;
-  if (dynamic_cast<const InvalidArgument*>(&e)) return TANDEM_ERR_INVALID_ARGUMENT;
-  if (dynamic_cast<const UnsupportedError*>(&e)) return TANDEM_ERR_UNSUPPORTED;
-  return TANDEM_ERR_INTERNAL;
-}
-
-}  // namespace
-
 Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
                  LogTap log_tap, std::unique_ptr<DevicePath> device)
     : rank_(rank),
@@ -75,14 +60,12 @@ void Runtime::report(log::Level level, const std::string& message, int line) con
     log::write_string(level, log::Subsys::runtime, __FILE__, line, message);
 }
 
+// After a failure every call fails: with the failure's own error when it is
+// a state of the job (a lost peer, a timeout), else with AbortedError and
+// its message (ErrorKind::lasting, common/errors.h, says why).
 void Runtime::throw_if_broken() const {
   std::lock_guard<std::mutex> lock(broken_mu_);
-  switch (broken_code_) {
-    case TANDEM_SUCCESS: return;
-    case TANDEM_ERR_PEER_LOST: throw PeerLostError(broken_message_);
-    case TANDEM_ERR_TIMEOUT: throw TimeoutError(broken_message_);
-    default: throw AbortedError(broken_message_);
-  }
+  if (broken_code_ != TANDEM_SUCCESS) throw_after_failure(broken_code_, broken_message_);
 }
 
 void Runtime::loop() {

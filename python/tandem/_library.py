@@ -40,6 +40,8 @@ _request_p = ctypes.POINTER(ctypes.c_void_p)
 _SIGNATURES = {
     "tandem_result_name": (ctypes.c_char_p, [ctypes.c_int]),
     "tandem_result_string": (ctypes.c_char_p, [ctypes.c_int]),
+    "tandem_result_class": (ctypes.c_char_p, [ctypes.c_int]),
+    "tandem_result_is_argument_error": (ctypes.c_int, [ctypes.c_int]),
     "tandem_last_error": (ctypes.c_char_p, []),
     "tandem_version": (ctypes.c_char_p, []),
     "tandem_dtype_size": (ctypes.c_size_t, [ctypes.c_int]),
