@@ -30,6 +30,9 @@ LAYERS = {
     # nothing of the engine (docs/containers.md).
     "compat": 0, "preload": 0,
     "bootstrap": 1,
+    # Elastic jobs' membership service and the bootstrap of a generation: a
+    # way of joining the job, on bootstrap's level (docs/elastic.md).
+    "elastic": 1,
     "transport": 2, "transport/memory": 2, "transport/tcp": 2, "shm": 2, "gpu": 2,
     "collectives": 3, "communicator": 3,
     "runtime": 4,

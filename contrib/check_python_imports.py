@@ -14,9 +14,10 @@ otherwise form a cycle with its package's __init__).
 The layers of python/ (docs/python.md), each importing only those before it:
 
     core        tandem and tandem._*, tandem.errors, tandem.process_sets
-    torch       tandem.torch.*            (core)
-    tensorflow  tandem.tensorflow.*       (core)
-    keras       tandem.keras.*, tandem.keras2.*  (core, tensorflow, torch)
+    elastic     tandem.elastic.*          (core)
+    torch       tandem.torch.*            (core, elastic)
+    tensorflow  tandem.tensorflow.*       (core, elastic)
+    keras       tandem.keras.*, tandem.keras2.*  (core, elastic, tensorflow, torch)
     shim        horovod.*                 (anything)
 
 Prints each cycle (with the file and line of every edge) and each upward
@@ -28,11 +29,12 @@ import pathlib
 import sys
 
 LAYERS = [  # (name, module prefix, layers it may import)
-    ("torch", "tandem.torch", {"core"}),
-    ("tensorflow", "tandem.tensorflow", {"core"}),
-    ("keras", "tandem.keras", {"core", "tensorflow", "torch"}),
-    ("keras", "tandem.keras2", {"core", "tensorflow", "torch"}),  # Keras 2 (tf_keras)
-    ("shim", "horovod", {"core", "torch", "tensorflow", "keras", "shim"}),
+    ("elastic", "tandem.elastic", {"core"}),
+    ("torch", "tandem.torch", {"core", "elastic"}),
+    ("tensorflow", "tandem.tensorflow", {"core", "elastic"}),
+    ("keras", "tandem.keras", {"core", "elastic", "tensorflow", "torch"}),
+    ("keras", "tandem.keras2", {"core", "elastic", "tensorflow", "torch"}),  # Keras 2 (tf_keras)
+    ("shim", "horovod", {"core", "elastic", "torch", "tensorflow", "keras", "shim"}),
     ("core", "tandem", {"core"}),
 ]
 

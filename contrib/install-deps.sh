@@ -19,6 +19,10 @@ packages=(
   debhelper dh-python ccache groff-base man-db rpm lmod
   # containers (tests/e2e/test_containers.py): image builds, Charliecloud, Podman with runc
   debootstrap charliecloud-runtime podman runc
+  # Horovod's elastic PyTorch examples, run unchanged by the elastic tests
+  # (torchvision's models and MNIST reader, a file lock; psutil for
+  # Horovod's elastic test mains)
+  python3-torchvision python3-filelock python3-psutil
 )
 
 missing=()

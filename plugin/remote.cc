@@ -2,7 +2,8 @@
 //
 // slurm_spank_task_init runs in the task, after Slurm's own task, gres and
 // MPI (PMIx) set-up and just before exec, so the environment written here is
-// the task's and CUDA_VISIBLE_DEVICES/PMIX_RANK are already there.
+// the task's and CUDA_VISIBLE_DEVICES/PMIX_RANK are already there. Elastic
+// tasks also get the membership service's address (export_elastic).
 #include "common/log.h"
 #include "container_env.h"
 #include "identity.h"
@@ -44,6 +45,33 @@ StepLayout step_layout(spank_t sp, const TaskEnv& env) {
   return l;
 }
 
+// An elastic task reaches the membership service in srun at the address
+// srun is reached at from this node (slurmstepd exports it as
+// SLURM_SRUN_COMM_HOST) and the port srun passed; a task of a later step
+// gets the full address of the job's service (elastic_job.h). Its label is
+// Horovod's "host[local_rank]", as in "node2[1] has been removed".
+constexpr uint64_t kOrderPerStep = 1u << 20;  // tasks per step, at most
+
+void export_elastic(const TaskIdentity& id, uint32_t step, TaskEnv& env) {
+  if (!env.get("TANDEM_ELASTIC_ADDR")) {
+    const auto host = env.get("SLURM_SRUN_COMM_HOST");
+    const auto port = env.get("TANDEM_ELASTIC_PORT");
+    if (!host || !port)
+      throw PluginError("--horovod=elastic: the task has no SLURM_SRUN_COMM_HOST or "
+                        "TANDEM_ELASTIC_PORT to reach the membership service in srun");
+    const bool v6 = host->find(':') != std::string::npos;
+    env.set("TANDEM_ELASTIC_ADDR", (v6 ? "[" + *host + "]" : *host) + ":" + *port);
+  }
+  env.set("TANDEM_NODE_NAME", id.hostname);
+  // Horovod's marker of an elastic worker: DistributedOptimizer registers
+  // its hooks at size 1 too, since the job may grow.
+  env.set("HOROVOD_ELASTIC", "1");
+  env.set("TANDEM_ELASTIC_LABEL", id.hostname + "[" + std::to_string(id.local_rank) + "]");
+  // New processes of one generation get ranks in this order: generation 0's
+  // ranks are the step's task ids, a later step's tasks come after.
+  env.set("TANDEM_ELASTIC_ORDER", std::to_string(uint64_t{step} * kOrderPerStep + id.rank));
+}
+
 }  // namespace
 
 // Once per step, in slurmstepd before it forks the tasks. Rank 0's node
@@ -83,6 +111,8 @@ void remote_task_init(spank_t sp, PluginState& st) {
   log_to_task(static_cast<int>(rank), id.hostname);  // this process is the task from here on
 
   export_task(st.config, id, single_nic(), env);
+  if (mode_elastic(mode))
+    export_elastic(id, item<uint32_t>(sp, S_JOB_STEPID, "the step id") % 1024, env);
   const BindingResult binding =
       bind_task(st.config, id, env, st.node_topology ? &*st.node_topology : nullptr);
   if (!st.torch) throw PluginError("internal: torch.distributed's rendezvous was not prepared");

@@ -1,7 +1,9 @@
 // Every symbol Slurm looks up in tandem_spank.so, and nothing else (see
 // tandem_spank.map). Each hook switches on spank_context() and hands the work
 // to the file for that context:
-//   local.cc      srun             PMIx for enabled steps
+//   local.cc      srun             PMIx for enabled steps; for elastic ones
+//                                  no-kill and the membership service
+//                                  (elastic_job.cc), stopped at exit
 //   (allocator)   sbatch/salloc    only the option (Slurm forwards its value
 //                                  to every srun in the job as kOptionEnv)
 //   remote.cc     slurmstepd       torch.distributed's rendezvous and the
@@ -55,10 +57,11 @@ int on_horovod_option(int /*val*/, const char* optarg, int /*remote*/) {
 
 spank_option horovod_option() {
   static char name[] = "horovod";
-  static char arginfo[] = "on|off|verbose";
+  static char arginfo[] = "on|off|verbose|elastic";
   static char usage[] =
       "Run the step as a Tandem (Horovod-style) data-parallel job: ranks, PMIx, "
-      "engine preloaded; 'verbose' also prints one line per task. Default: on when "
+      "engine preloaded; 'verbose' also prints one line per task; 'elastic' keeps the "
+      "step alive when tasks or nodes fail (hvd.elastic scripts). Default: on when "
       "given without a value.";
   return spank_option{name, arginfo, usage, 2, 0, on_horovod_option};
 }
@@ -98,6 +101,18 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
 int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
   return guarded("slurm_spank_init_post_opt", [&] {
     if (spank_context() == S_CTX_LOCAL) local_init_post_opt(sp, plugin_state());
+  });
+}
+
+int slurm_spank_local_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
+  return guarded("slurm_spank_local_user_init", [&] {
+    if (spank_context() == S_CTX_LOCAL) local_user_init(sp, plugin_state());
+  });
+}
+
+int slurm_spank_exit(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+  return guarded("slurm_spank_exit", [&] {
+    if (spank_context() == S_CTX_LOCAL) local_exit(plugin_state());
   });
 }
 

@@ -119,11 +119,12 @@ TANDEM_API tandem_result_t tandem_init(void) {
     if (state.engine) return;
     log::configure_from_environment();  // a bad TANDEM_LOG fails init, naming it
     auto e = std::make_shared<Engine>();
-    e->comm = join_job();
-    e->worker = std::make_unique<Worker>();
     // The runtime (named tensors) starts with the engine, so that every
     // tandem_enqueue_* works after tandem_init under any launcher.
-    state.runtime = api::make_runtime(*e->comm);
+    std::unique_ptr<runtime::Runtime> rt;
+    e->comm = join_job([&rt](Communicator& c) { rt = api::make_runtime(c); });
+    e->worker = std::make_unique<Worker>();
+    state.runtime = std::move(rt);
     state.engine = std::move(e);
     log_settings();
   });

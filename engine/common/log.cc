@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kLevelNames[kLevels] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
 constexpr const char* kSubsystemNames[kSubsystems] = {
-    "bootstrap", "shm", "tcp", "coll", "runtime", "gpu", "api", "plugin", "tools", "python"};
+    "bootstrap", "elastic", "shm", "tcp", "coll", "runtime", "gpu", "api", "plugin", "tools", "python"};
 
 struct State {
   std::mutex mu;

@@ -47,6 +47,7 @@ constexpr int kLevels = 5;
 // and docs/settings.md in step (a unit test checks the docs).
 enum class Subsys : uint8_t {
   bootstrap,  // joining the job: PMIx, the TCP store, the identity
+  elastic,    // elastic jobs: the membership service, generations (docs/elastic.md)
   shm,        // shared memory inside a node
   tcp,        // the TCP transport between nodes, the wake relay
   coll,       // collectives and the Communicator: layout, algorithms

@@ -69,6 +69,11 @@ OLD_VERSION(pthread_setname_np, "GLIBC_2.12");
 int tandem_old_pthread_setname_np(pthread_t, const char*);
 HIDDEN int __wrap_pthread_setname_np(pthread_t t, const char* name) { return tandem_old_pthread_setname_np(t, name); }
 
+/* The store's CPU time (tandem-run --store-stats): libpthread's before 2.34. */
+OLD_VERSION(pthread_getcpuclockid, "GLIBC_2.2.5");
+int tandem_old_pthread_getcpuclockid(pthread_t, clockid_t*);
+HIDDEN int __wrap_pthread_getcpuclockid(pthread_t t, clockid_t* c) { return tandem_old_pthread_getcpuclockid(t, c); }
+
 /* libpthread's functions (libstdc++'s std::thread, thread_local, call_once). */
 OLD_VERSION(pthread_create, "GLIBC_2.2.5");
 OLD_VERSION(pthread_detach, "GLIBC_2.2.5");

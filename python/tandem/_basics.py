@@ -7,7 +7,7 @@ import ctypes
 import os
 import threading
 
-from tandem import _collectives, _dtypes, _library, errors
+from tandem import _collectives, _dtypes, _elastic_launch, _library, errors
 from tandem import process_sets as _ps
 
 _init_lock = threading.Lock()
@@ -43,6 +43,8 @@ def init(comm=None, process_sets=None):
             # peers then see an orderly exit rather than a lost connection.
             atexit.register(shutdown)
             _atexit_registered = True
+            # Under an elastic launch a normal exit is reported as done, not failed.
+            _elastic_launch.register_exit_hook()
     _dtypes.verify()
     for process_set in process_sets or ():
         _ps.add_process_set(process_set)

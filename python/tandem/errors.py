@@ -40,6 +40,18 @@ class HorovodInternalError(TandemError):
     Scripts may also raise it themselves, as with Horovod."""
 
 
+class HostsUpdatedInterrupt(RuntimeError):
+    """Raised by ``state.commit()`` on every rank at once when processes
+    asked to join an elastic job (docs/elastic.md); ``hvd.elastic.run``
+    catches it and moves to the next generation. ``skip_sync`` (hosts were
+    only removed) lets the run skip the state broadcast. As in Horovod, not
+    a HorovodInternalError."""
+
+    def __init__(self, skip_sync):
+        super().__init__(skip_sync)
+        self.skip_sync = skip_sync
+
+
 def _bases(argument_error):
     # Horovod raises ValueError for these (its torch binding maps an
     # enqueue's InvalidArgument status, e.g. a duplicate in-flight name, to

@@ -55,3 +55,26 @@ def test_an_upward_import_fails(tmp_path):
     problems = [line for line in result.stdout.splitlines() if line.startswith("upward")]
     assert problems == ["upward import: tandem.torch (layer torch) imports horovod.keras "
                         "(layer shim) at tandem/torch/__init__.py:2"], result.stdout
+
+
+def test_the_elastic_layer_sits_between_core_and_frontends(tmp_path):
+    # tandem.elastic is framework-neutral: it may not reach a frontend, and
+    # the core (init's exit hook included) may not reach it.
+    write(tmp_path, {
+        "tandem/__init__.py": "",
+        "tandem/_basics.py": "def init():\n    from tandem.elastic import run\n",
+        "tandem/elastic/__init__.py": "",
+        "tandem/elastic/run.py": "from tandem import _basics\n",
+        "tandem/elastic/state.py": "def sync():\n    from tandem.torch import functions\n",
+        "tandem/torch/__init__.py": "",
+        "tandem/torch/functions.py": "from tandem.elastic import state\n",
+    })
+    result = run(tmp_path)
+    assert result.returncode == 1, result.stdout
+    problems = [line for line in result.stdout.splitlines() if line.startswith("upward")]
+    assert problems == [
+        "upward import: tandem._basics (layer core) imports tandem.elastic.run (layer elastic) "
+        "at tandem/_basics.py:2",
+        "upward import: tandem.elastic.state (layer elastic) imports tandem.torch.functions "
+        "(layer torch) at tandem/elastic/state.py:2",
+    ], result.stdout

@@ -30,7 +30,7 @@ def test_quiet_by_default_warnings_carry_file_and_line():
     _log.logger.warning("shown %d", 1)
     lines = out.getvalue().splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("tandem[r3 node2] WARN python test_log.py:"), lines
+    assert lines[0].startswith("tandem[r3 node2] WARN python test_core_log.py:"), lines
     assert lines[0].endswith(": shown 1"), lines
 
 

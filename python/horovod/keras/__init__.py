@@ -19,3 +19,10 @@ else:
     from tandem.keras import *  # noqa: F403
     from tandem.keras import __all__  # noqa: F401
 from horovod.keras import callbacks  # noqa: F401 (hvd.callbacks.*)
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

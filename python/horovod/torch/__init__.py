@@ -7,3 +7,4 @@ from tandem.torch import (  # noqa: F401 (names star-import skips or scripts rea
     gloo_enabled, nccl_built, cuda_built, rocm_built, ccl_built, ddl_built, gpu_available,
     start_timeline, stop_timeline,
 )
+from horovod.torch import elastic  # noqa: F401 (hvd.elastic.run, TorchState, ...)

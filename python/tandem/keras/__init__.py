@@ -115,3 +115,10 @@ def broadcast_global_variables(root_rank):
 def broadcast_variables(variables, root_rank, process_set=_ps.global_process_set):
     """Overwrites every rank's ``variables`` with root_rank's values."""
     callbacks.broadcast_variables(list(variables), root_rank, process_set)
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -270,3 +270,10 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
 def is_legacy_optimizer(optimizer):
     """Whether ``optimizer`` is a tf.compat.v1.train.Optimizer (wrapped here)."""
     return _LegacyOptimizer is not None and isinstance(optimizer, _LegacyOptimizer)
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -43,3 +43,8 @@ def gpu_available():
     engine's GPU path is usable (driver, GPU, CUDA runtime and NCCL found)
     and torch has CUDA. The engine's reason: tandem.torch.gpu_status()."""
     return _built.gpu_status()[0] and _torch.cuda.is_available()
+
+
+# hvd.elastic: run, TorchState, ElasticSampler (docs/elastic.md), on the
+# submodules above (never on this package: no import cycle).
+from tandem.torch import elastic  # noqa: E402,F401

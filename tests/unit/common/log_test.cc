@@ -95,7 +95,7 @@ TEST(LogConfig, BadSubsystemIsOneErrorNamingTheVariableValueAndChoices) {
   for (const char* bad : {"tpc", "tcp,", ",tcp", "tcp,,shm", "^", "net"}) {
     const std::string m = message_of([&] { parse_config(nullptr, bad, nullptr); });
     EXPECT_EQ(m.find(std::string("TANDEM_LOG_SUBSYS='") + bad + "': expected a comma-separated "
-                     "list of bootstrap, shm, tcp, coll, runtime, gpu, api, plugin, tools, python"),
+                     "list of bootstrap, elastic, shm, tcp, coll, runtime, gpu, api, plugin, tools, python"),
               0u)
         << m;
   }

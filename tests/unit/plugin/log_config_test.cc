@@ -29,7 +29,7 @@ TEST(LogConfig, BadValueIsAPluginErrorNamingIt) {
     FAIL() << "accepted";
   } catch (const PluginError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("TANDEM_LOG_SUBSYS='slurm': expected a comma-separated "
-                                          "list of bootstrap, shm, tcp",
+                                          "list of bootstrap, elastic, shm, tcp",
                                           0),
               0u)
         << e.what();
