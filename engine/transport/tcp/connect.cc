@@ -211,6 +211,7 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
     std::string connected;
     for (int j : peers)
       connected += (connected.empty() ? "" : ", ") + links->who(j);
+    if (connected.empty()) connected = "none; every peer connects on first use";
     TANDEM_DEBUG(tcp, "group of %d: connected and authenticated at set-up (%s): %s", n,
                  everyone ? "every pair" : "the peers the algorithms use", connected.c_str());
   }

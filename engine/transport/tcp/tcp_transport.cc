@@ -116,9 +116,11 @@ TcpTransport::~TcpTransport() {
 
 std::string TcpTransport::describe() const {
   std::string text = "tcp, group of " + std::to_string(size());
-  if (links_)
-    text += " (this is " + links_->who(rank_) + "; " + std::to_string(links_->connected()) +
-            " peers connected at set-up, the others on first use)";
+  if (links_) {
+    const int n = links_->connected();
+    text += " (this is " + links_->who(rank_) + "; " + std::to_string(n) +
+            (n == 1 ? " peer" : " peers") + " connected at set-up, the others on first use)";
+  }
   return text + ", spinning " + std::to_string(spin_.count()) + " us before sleeping";
 }
 
