@@ -91,8 +91,10 @@ def _who(program, environ):
     rank = environ.get("HOROVOD_RANK") or environ.get("TANDEM_RANK")
     if rank is None:
         return None  # "tandem[pid N]", the pid at the time of the line (forks)
+    # The engine's order (bootstrap/from_environment.cc): Slurm's node name
+    # rather than a container's host name.
     node = environ.get("HOROVOD_HOSTNAME") or environ.get("TANDEM_NODE_NAME") or \
-        socket.gethostname()
+        environ.get("SLURMD_NODENAME") or socket.gethostname()
     return "tandem[r%s %s]" % (rank, node)
 
 
