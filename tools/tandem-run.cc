@@ -463,9 +463,9 @@ int Launcher::run() {
     const auto sum = service->summary();
     char line[512];
     std::snprintf(line, sizeof line,
-                  "elastic job: %u generations, the last of %d ranks; %d processes finished, %d "
+                  "elastic job: %u generation%s, the last of %d ranks; %d processes finished, %d "
                   "lost, %d removed%s%s",
-                  sum.generations, sum.size, sum.done, sum.lost, sum.removed,
+                  sum.generations, sum.generations == 1 ? "" : "s", sum.size, sum.done, sum.lost, sum.removed,
                   sum.failure.empty() ? "" : "; failed: ", sum.failure.c_str());
     TANDEM_LOG_ALWAYS(kInfo, elastic, line);  // the job's outcome, as srun's plugin gives it
     if (!sum.failure.empty() || sum.done == 0) return first_failure_ ? first_failure_ : 1;

@@ -31,7 +31,8 @@ std::vector<uint32_t> probe(const std::vector<elastic::ProbeTarget>& targets,
 
 std::unique_ptr<Communicator> join_elastic(const std::function<void(Communicator&)>& start) {
   elastic::ElasticClient& client = elastic::ElasticClient::instance();
-  const CommunicatorOptions options = CommunicatorOptions::from_environment();
+  CommunicatorOptions options = CommunicatorOptions::from_environment();
+  options.setup_log_level = log::Level::kInfo;  // TANDEM_LOG=info describes the world's set-up
   for (;;) {
     elastic::JoinAnswer answer;
     {
@@ -40,6 +41,12 @@ std::unique_ptr<Communicator> join_elastic(const std::function<void(Communicator
     }
     if (answer.kind != elastic::JoinAnswer::kAssigned) throw AbortedError(answer.message);
     const elastic::Assignment& a = answer.assignment;
+    // The log's prefix names this generation's rank, as bootstrap_from_environment
+    // does for the other launches.
+    const size_t r = static_cast<size_t>(a.rank);
+    log::set_identity(a.rank, r < a.nodes.size() ? a.nodes[r] : std::string("?"));
+    TANDEM_INFO(elastic, "joined generation %u: rank %d of %d, job %s", a.generation, a.rank,
+                a.size, a.job_id.c_str());
     try {
       auto comm = std::make_unique<Communicator>(
           std::make_unique<elastic::ElasticBootstrap>(client, a), job_transport(), options);
