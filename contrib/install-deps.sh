@@ -9,6 +9,8 @@ packages=(
   # build
   g++ pkg-config meson ninja-build libhwloc-dev libpmix-dev libslurm-dev
   libgtest-dev libgmock-dev
+  # contrib/check-layers.sh (the C++ format check)
+  clang-format
   # local cluster and end-to-end tests
   slurmctld slurmd slurm-client munge hwloc iproute2 util-linux procps
   # comparisons in the benchmarks, python API and examples

@@ -15,6 +15,7 @@
 #include "bootstrap/identity.h"
 #include "bootstrap/socket.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "elastic/service.h"
 #include "plugin_error.h"
 
@@ -81,7 +82,7 @@ void end_step(uint32_t job_id, uint32_t step_id) {
   using Kill = int (*)(uint32_t, uint32_t, uint16_t);
   auto kill = reinterpret_cast<Kill>(dlsym(RTLD_DEFAULT, "slurm_kill_job_step"));
   if (!kill || kill(job_id, step_id, SIGKILL) != 0)
-    std::fprintf(stderr, "tandem: could not end step %u.%u: scancel it\n", job_id, step_id);
+    TANDEM_ERROR(plugin, "could not end step %u.%u: scancel it", job_id, step_id);
 }
 
 }  // namespace

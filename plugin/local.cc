@@ -12,9 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/log.h"
 #include "container_env.h"
 #include "elastic_job.h"
 #include "plugin_error.h"
+#include "plugin_log.h"
 #include "plugin_state.h"
 #include "srun_args.h"
 
@@ -87,6 +89,9 @@ void local_init(spank_t /*sp*/, PluginState& st) {
 
 void local_init_post_opt(spank_t /*sp*/, PluginState& st) {
   const Mode mode = st.mode();
+  // A bad TANDEM_LOG stops a step with Tandem on here, an elastic one too
+  // (srun runs its membership service, which logs).
+  if (mode_enabled(mode)) configure_log_from_process_environment(true);
   if (mode_elastic(mode)) {
     if (!st.elastic_step)
       throw PluginError("--horovod=elastic was seen too late to keep the step alive on failures "
@@ -109,6 +114,9 @@ void local_init_post_opt(spank_t /*sp*/, PluginState& st) {
                       " was seen too late to select PMIx (srun reads its MPI type first): "
                       "put --horovod before the command, or add --mpi=pmix");
   }
+  TANDEM_DEBUG(plugin, "--horovod=%s: MPI type %s (%s)", mode_name(mode),
+               st.explicit_mpi ? st.explicit_mpi->c_str() : "pmix",
+               st.forced_pmix ? "set by the plugin" : "the user's");
 }
 
 // Once the job and step exist, before the tasks start: the membership
@@ -127,7 +135,7 @@ void local_exit(PluginState& st) {
   if (!st.elastic) return;
   const std::string line = st.elastic->summary();
   st.elastic.reset();
-  if (!line.empty()) std::fprintf(stderr, "tandem: %s\n", line.c_str());
+  if (!line.empty()) TANDEM_LOG_ALWAYS(kInfo, elastic, line);  // the elastic job's summary
 }
 
 }  // namespace tandem::plugin

@@ -4,12 +4,12 @@
 // MPI (PMIx) set-up and just before exec, so the environment written here is
 // the task's and CUDA_VISIBLE_DEVICES/PMIX_RANK are already there. Elastic
 // tasks also get the membership service's address (export_elastic).
-#include <cstdio>
-
+#include "common/log.h"
 #include "container_env.h"
 #include "identity.h"
 #include "node_facts.h"
 #include "plugin_error.h"
+#include "plugin_log.h"
 #include "plugin_state.h"
 #include "spank_task_env.h"
 #include "task_binding.h"
@@ -85,6 +85,7 @@ void remote_user_init(spank_t sp, PluginState& st) {
   const uint32_t step = item<uint32_t>(sp, S_JOB_STEPID, "the step id");
   if (step >= kFirstSpecialStep) return;
   SpankTaskEnv job_env(sp);  // the job's environment, which every task inherits
+  configure_log(job_env, true);
   st.torch = torch_rendezvous(job_env, item<uint32_t>(sp, S_JOB_ID, "the job id"), step,
                               slurm_node_address);
   if (st.config.binding == "none" || !st.config.topology_xml.empty()) return;
@@ -101,11 +102,13 @@ void remote_task_init(spank_t sp, PluginState& st) {
   if (item<uint32_t>(sp, S_JOB_STEPID, "the step id") >= kFirstSpecialStep) return;
 
   SpankTaskEnv env(sp);
+  configure_log(env, true);
   const StepLayout layout = step_layout(sp, env);
   const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, "the task's rank");
   const uint32_t local_rank = static_cast<uint32_t>(item<int>(sp, S_TASK_ID, "the local task id"));
   const TaskIdentity id =
       compute_identity(layout, rank, local_rank, env.get("SLURMD_NODENAME").value_or(host_name()));
+  log_to_task(static_cast<int>(rank), id.hostname);  // this process is the task from here on
 
   export_task(st.config, id, single_nic(), env);
   if (mode_elastic(mode))
@@ -116,10 +119,13 @@ void remote_task_init(spank_t sp, PluginState& st) {
   export_torch_env(id, *st.torch, env);
   export_container_env(st.config, id, st.torch->master_addr, item<uint32_t>(sp, S_JOB_ID, "the job id"),
                        item<uint32_t>(sp, S_JOB_STEPID, "the step id"), env);
-  if (mode == Mode::kVerbose) {
+  // --horovod=verbose's line is that option's output, in its own format
+  // (docs/plugin.md); TANDEM_LOG=info gives the same facts as a log line.
+  const bool info = TANDEM_LOG_ENABLED(kInfo, plugin);
+  if (mode == Mode::kVerbose || info) {
     const std::string line = describe_task(id, env, allowed_cpus(), binding.summary);
-    std::fprintf(stderr, "%s\n", line.c_str());
-    std::fflush(stderr);
+    if (mode == Mode::kVerbose) task_stderr_line(line);
+    else TANDEM_INFO(plugin, "%s", line.substr(line.find(": ") + 2).c_str());
   }
 }
 

@@ -9,8 +9,9 @@
 //   remote.cc     slurmstepd       torch.distributed's rendezvous and the
 //                                  node's topology once per step (user_init);
 //                                  identity, injection, binding per task
-// No exception leaves this file: each hook catches, logs one message through
-// slurm_error and returns an error, which makes srun/sbatch/the step fail.
+// No exception leaves this file: each hook catches, logs one error (through
+// slurm_error, plugin_log.h) and returns an error, which makes
+// srun/sbatch/the step fail.
 #include "spank_api.h"
 
 #include <exception>
@@ -20,6 +21,7 @@
 #include "config.h"
 #include "mode.h"
 #include "plugin_error.h"
+#include "plugin_log.h"
 #include "plugin_state.h"
 
 namespace tandem::plugin {
@@ -28,14 +30,15 @@ namespace {
 template <typename F>
 int guarded(const char* hook, F&& body) {
   try {
+    install_log();
     body();
     return ESPANK_SUCCESS;
   } catch (const PluginError& e) {
-    slurm_error("%s: %s", kPluginName, e.what());
+    TANDEM_ERROR(plugin, "%s", e.what());
   } catch (const std::exception& e) {
-    slurm_error("%s: internal error in %s: %s", kPluginName, hook, e.what());
+    TANDEM_ERROR(plugin, "internal error in %s: %s", hook, e.what());
   } catch (...) {
-    slurm_error("%s: internal error in %s", kPluginName, hook);
+    TANDEM_ERROR(plugin, "internal error in %s", hook);
   }
   return -1;
 }
@@ -81,6 +84,8 @@ extern const unsigned int spank_plugin_version = 1;
 int slurm_spank_init(spank_t sp, int ac, char** av) {
   return guarded("slurm_spank_init", [&] {
     const spank_context_t ctx = spank_context();
+    // Strict only where the step turns out enabled (local_init_post_opt).
+    if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) configure_log_from_process_environment(false);
     PluginState& st = plugin_state();
     st.config = parse_config(std::vector<std::string>(av, av + ac));
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return;

@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tool_log.h"
 #include "apply.h"
 #include "bootstrap/identity.h"
 #include "hwloc_loader.h"
@@ -70,11 +71,10 @@ struct Options {
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "tandem-run: %s\n"
-               "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
-               "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n",
-               msg.c_str());
+  TANDEM_ERROR(tools, "%s", msg.c_str());
+  std::fputs("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+             "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n",
+             stderr);
   std::exit(kUsageError);
 }
 
@@ -294,7 +294,7 @@ void Launcher::start_rank(int r, const std::string& addr, const std::string& tok
       try {
         tandem::planner::apply_binding(*topology_, task);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "tandem-run: rank %d: --bind failed: %s\n", r, e.what());
+        TANDEM_ERROR(tools, "rank %d: --bind failed: %s", r, e.what());
         _exit(126);
       }
       for (const tandem::planner::EnvVar& var : task.env)
@@ -330,7 +330,7 @@ void Launcher::signal_all(int sig) {
 
 void Launcher::stop_job(const std::string& why, int code) {
   if (stopping_) return;
-  std::fprintf(stderr, "tandem-run: %s; stopping the job\n", why.c_str());
+  TANDEM_ERROR(tools, "%s; stopping the job", why.c_str());
   stopping_ = true;
   exit_code_ = code;
   signal_all(SIGTERM);
@@ -348,7 +348,7 @@ void Launcher::reap() {
       bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
       if (failed && o_.elastic) {
         // The job goes on without it; the membership service decides.
-        std::fprintf(stderr, "tandem-run: rank %zu %s\n", r, describe(status).c_str());
+        TANDEM_WARN(tools, "rank %zu %s", r, describe(status).c_str());
         if (first_failure_ == 0) first_failure_ = exit_code_of(status);
         continue;
       }
@@ -416,9 +416,6 @@ int Launcher::run() {
     tandem::elastic::ServiceSettings settings = tandem::elastic::ServiceSettings::from_environment();
     settings.token = token;
     settings.expected = o_.np;
-    settings.report = [](const std::string& line) {
-      std::fprintf(stderr, "tandem-run: %s\n", line.c_str());
-    };
     service = std::make_unique<tandem::elastic::MembershipService>(std::move(settings));
     port = service->port();
   } else {
@@ -453,20 +450,24 @@ int Launcher::run() {
     if (s.fd >= 0) { emit(s, o_.label, true); close(s.fd); }
   if (o_.store_stats && store) {  // an elastic job has no store
     const auto t = store->traffic();
-    std::fprintf(stderr,
-                 "tandem-run: rendezvous store served %llu requests, %llu bytes in, %llu bytes "
-                 "out, %.3f s of CPU\n",
-                 static_cast<unsigned long long>(t.requests),
-                 static_cast<unsigned long long>(t.bytes_in),
-                 static_cast<unsigned long long>(t.bytes_out), t.cpu_ns / 1e9);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "rendezvous store served %llu requests, %llu bytes in, %llu bytes out, %.3f s "
+                  "of CPU",
+                  static_cast<unsigned long long>(t.requests),
+                  static_cast<unsigned long long>(t.bytes_in),
+                  static_cast<unsigned long long>(t.bytes_out), t.cpu_ns / 1e9);
+    TANDEM_LOG_ALWAYS(kInfo, tools, line);  // asked for with --store-stats
   }
   if (service && exit_code_ == 0) {
     const auto sum = service->summary();
-    std::fprintf(stderr,
-                 "tandem-run: elastic job: %u generations, the last of %d ranks; %d processes "
-                 "finished, %d lost, %d removed%s%s\n",
-                 sum.generations, sum.size, sum.done, sum.lost, sum.removed,
-                 sum.failure.empty() ? "" : "; failed: ", sum.failure.c_str());
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "elastic job: %u generation%s, the last of %d ranks; %d processes finished, %d "
+                  "lost, %d removed%s%s",
+                  sum.generations, sum.generations == 1 ? "" : "s", sum.size, sum.done, sum.lost, sum.removed,
+                  sum.failure.empty() ? "" : "; failed: ", sum.failure.c_str());
+    TANDEM_LOG_ALWAYS(kInfo, elastic, line);  // the job's outcome, as srun's plugin gives it
     if (!sum.failure.empty() || sum.done == 0) return first_failure_ ? first_failure_ : 1;
   }
   return exit_code_;
@@ -475,11 +476,12 @@ int Launcher::run() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tandem::tools::start_log("tandem-run")) return kUsageError;
   Options o = parse_args(argc, argv);
   try {
     return Launcher(std::move(o)).run();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem-run: %s\n", e.what());
+    TANDEM_ERROR(tools, "%s", e.what());
     return 1;
   }
 }

@@ -59,7 +59,7 @@ probe_run() {
   if ! line=$(env SCALE_ITERS_SMALL=$small SCALE_ITERS_LARGE=$large SCALE_STEPS=$steps "$@" \
       SCALE_T0="$t0" TANDEM_TIMEOUT=${TANDEM_TIMEOUT:-120} \
       timeout "$run_timeout" "$run" --node-per-rank --store-stats -np "$n" "$probe" 2>"$out/err"); then
-    echo "FAILED: $(grep -v '^tandem-run: rendezvous store' "$out/err" | head -3 | tr '\n' ' ')"
+    echo "FAILED: $(grep -v 'tools: rendezvous store served' "$out/err" | head -3 | tr '\n' ' ')"
     return 1
   fi
   st=$(sed -n 's/.*served \([0-9]*\) requests, \([0-9]*\) bytes in, \([0-9]*\) bytes out, \([0-9.]*\) s of CPU.*/requests=\1 store_bytes=\2+\3 store_cpu_s=\4/p' "$out/err")

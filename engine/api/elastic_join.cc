@@ -6,10 +6,9 @@
 // generation, which forms without the failed member. Only the service's own
 // verdicts end tandem_init with an error: this process was removed (its node
 // was excluded), or the job failed (the reset limit, the minimum size).
-#include <cstdio>
-
 #include "api/join.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "elastic/client.h"
 #include "elastic/elastic_bootstrap.h"
 #include "transport/tcp/probe.h"
@@ -32,7 +31,8 @@ std::vector<uint32_t> probe(const std::vector<elastic::ProbeTarget>& targets,
 
 std::unique_ptr<Communicator> join_elastic(const std::function<void(Communicator&)>& start) {
   elastic::ElasticClient& client = elastic::ElasticClient::instance();
-  const CommunicatorOptions options = CommunicatorOptions::from_environment();
+  CommunicatorOptions options = CommunicatorOptions::from_environment();
+  options.setup_log_level = log::Level::kInfo;  // TANDEM_LOG=info describes the world's set-up
   for (;;) {
     elastic::JoinAnswer answer;
     {
@@ -41,17 +41,23 @@ std::unique_ptr<Communicator> join_elastic(const std::function<void(Communicator
     }
     if (answer.kind != elastic::JoinAnswer::kAssigned) throw AbortedError(answer.message);
     const elastic::Assignment& a = answer.assignment;
+    // The log's prefix names this generation's rank, as bootstrap_from_environment
+    // does for the other launches.
+    const size_t r = static_cast<size_t>(a.rank);
+    log::set_identity(a.rank, r < a.nodes.size() ? a.nodes[r] : std::string("?"));
+    TANDEM_INFO(elastic, "joined generation %u: rank %d of %d, job %s", a.generation, a.rank,
+                a.size, a.job_id.c_str());
     try {
       auto comm = std::make_unique<Communicator>(
           std::make_unique<elastic::ElasticBootstrap>(client, a), job_transport(), options);
       start(*comm);
       return comm;
     } catch (const PeerLostError& e) {
-      std::fprintf(stderr, "tandem: rank %d: generation %u failed while it formed (%s); joining the next\n",
-                   a.rank, a.generation, e.what());
+      TANDEM_WARN(elastic, "rank %d: generation %u failed while it formed (%s); joining the next",
+                  a.rank, a.generation, e.what());
     } catch (const TimeoutError& e) {
-      std::fprintf(stderr, "tandem: rank %d: generation %u failed while it formed (%s); joining the next\n",
-                   a.rank, a.generation, e.what());
+      TANDEM_WARN(elastic, "rank %d: generation %u failed while it formed (%s); joining the next",
+                  a.rank, a.generation, e.what());
     }
   }
 }

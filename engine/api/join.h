@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "communicator/communicator.h"
+#include "transport/round_relay.h"
 
 namespace tandem {
 
@@ -23,6 +24,9 @@ std::unique_ptr<Communicator> join_job(const std::function<void(Communicator&)>&
 // The transport between nodes that join_job() uses, for the Communicators
 // the runtime builds over the same job (api/runtime_api.cc).
 TransportFactory job_transport();
+// The relay that carries the runtime's round requests between nodes over
+// the same network (transport/round_relay.h).
+RoundRelayFactory job_round_relay();
 
 // The elastic part of join_job (elastic_join.cc).
 std::unique_ptr<Communicator> join_elastic(const std::function<void(Communicator&)>& start);

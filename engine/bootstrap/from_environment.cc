@@ -11,6 +11,8 @@
 #include "bootstrap/single_bootstrap.h"
 #include "bootstrap/tcp_bootstrap.h"
 #include "common/errors.h"
+#include "common/log.h"
+#include "common/settings.h"
 
 namespace tandem {
 
@@ -22,6 +24,7 @@ enum class Kind { kAuto, kPmix, kTcp, kSingle };
 Kind requested_kind() {
   auto v = env::get("TANDEM_BOOTSTRAP");
   if (!v || *v == "auto") return Kind::kAuto;
+  note_setting("TANDEM_BOOTSTRAP", *v, "auto");
   if (*v == "pmix") return Kind::kPmix;
   if (*v == "tcp") return Kind::kTcp;
   if (*v == "single") return Kind::kSingle;
@@ -71,6 +74,7 @@ std::unique_ptr<Bootstrap> tcp_from_environment() {
   auto serve = env::get("TANDEM_RENDEZVOUS_SERVE").value_or("rank0");
   if (serve != "rank0" && serve != "external")
     throw BootstrapError("TANDEM_RENDEZVOUS_SERVE='" + serve + "' is not one of rank0, external");
+  if (serve != "rank0") note_setting("TANDEM_RENDEZVOUS_SERVE", serve, "rank0");
   o.host_store = serve == "rank0" && o.rank == 0;
   return std::make_unique<TcpBootstrap>(std::move(o));
 }
@@ -125,6 +129,27 @@ std::unique_ptr<Bootstrap> pmix_or_tcp() {
   }
 }
 
+// The node as the log names it: Slurm's node name (the plugin's
+// HOROVOD_HOSTNAME, SLURMD_NODENAME) rather than a container's host name.
+std::string log_node_name() {
+  if (auto v = env::get("HOROVOD_HOSTNAME")) return *v;
+  try {
+    return node_name_from_environment();
+  } catch (const Error&) {
+    return "?";
+  }
+}
+
+// In auto mode a PMIx launch may fall back to the TCP store (pmix_or_tcp); a
+// bootstrap named by TANDEM_BOOTSTRAP is that one or an error.
+std::unique_ptr<Bootstrap> join(Kind kind, bool fall_back) {
+  switch (kind) {
+    case Kind::kPmix: return fall_back ? pmix_or_tcp() : make_pmix_bootstrap(bootstrap_timeout());
+    case Kind::kTcp: return tcp_from_environment();
+    default: return std::make_unique<SingleBootstrap>();
+  }
+}
+
 }  // namespace
 
 std::string& pmix_unusable_reason() {
@@ -135,18 +160,36 @@ std::string& pmix_unusable_reason() {
 std::unique_ptr<Bootstrap> bootstrap_from_environment() {
   bootstrap_timeout();  // a bad TANDEM_BOOTSTRAP_TIMEOUT is an error even for a world of one
   pmix_unusable_reason().clear();
-  Kind kind = requested_kind();
+  const Kind requested = requested_kind();
+  Kind kind = requested;
+  std::string why = "TANDEM_BOOTSTRAP";
   if (kind == Kind::kAuto) {
     check_not_overwritten();
-    if (launched_by_pmix()) return pmix_or_tcp();
-    if (tcp_requested()) kind = Kind::kTcp;
-    else kind = Kind::kSingle;
+    if (launched_by_pmix()) kind = Kind::kPmix, why = "PMIX_RANK set by the launcher";
+    else if (tcp_requested()) kind = Kind::kTcp, why = "TANDEM_RENDEZVOUS_ADDR and friends set";
+    else kind = Kind::kSingle, why = "neither PMIx nor rendezvous variables set";
   }
-  switch (kind) {
-    case Kind::kPmix: return make_pmix_bootstrap(bootstrap_timeout());
-    case Kind::kTcp: return tcp_from_environment();
-    default: return std::make_unique<SingleBootstrap>();
+  static const char* const names[] = {"auto", "PMIx", "the TCP store", "a world of one"};
+  const char* how = names[static_cast<int>(kind)];
+  TANDEM_DEBUG(bootstrap, "joining through %s (%s)", how, why.c_str());
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Bootstrap> b = join(kind, requested == Kind::kAuto);
+  const Identity& id = b->identity();
+  log::set_identity(id.rank, log_node_name());
+  std::string through = how;
+  if (!pmix_unusable_reason().empty()) {
+    through = "the TCP store";
+    why = "PMIx unusable: " + pmix_unusable_reason();
   }
+  if (through == "the TCP store") through += " at " + *env::get("TANDEM_RENDEZVOUS_ADDR");
+  TANDEM_INFO(bootstrap, "joined through %s (%s) in %.0f ms: rank %d of %d, node %d of %d, "
+              "local rank %d of %d, job %s",
+              through.c_str(), why.c_str(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count(),
+              id.rank, id.size, id.cross_rank, id.cross_size, id.local_rank, id.local_size,
+              id.job_id.c_str());
+  return b;
 }
 
 }  // namespace tandem

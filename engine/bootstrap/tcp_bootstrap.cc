@@ -8,6 +8,7 @@
 #include "bootstrap/tcp_store_client.h"
 #include "bootstrap/tcp_store_server.h"
 #include "common/errors.h"
+#include "common/log.h"
 
 namespace tandem {
 
@@ -46,11 +47,11 @@ void warn_split_nodes(const std::vector<std::string>& keys) {
     const std::string domain = tab == std::string::npos ? "" : keys[r].substr(tab + 1);
     auto it = first.emplace(name, std::make_pair(r, domain)).first;
     if (it->second.second == domain) continue;
-    std::fprintf(stderr,
-                 "tandem: ranks %d and %d run on node %s but share no /dev/shm or PID namespace "
-                 "(%s vs %s): they exchange data over TCP instead of shared memory. Give the "
-                 "containers the host's /dev/shm and PID namespace for speed (docs/containers.md)\n",
-                 it->second.first, r, name.c_str(), it->second.second.c_str(), domain.c_str());
+    TANDEM_WARN(bootstrap,
+                "ranks %d and %d run on node %s but share no /dev/shm or PID namespace "
+                "(%s vs %s): they exchange data over TCP instead of shared memory. Give the "
+                "containers the host's /dev/shm and PID namespace for speed (docs/containers.md)",
+                it->second.first, r, name.c_str(), it->second.second.c_str(), domain.c_str());
     return;
   }
 }
@@ -99,10 +100,10 @@ TcpBootstrap::~TcpBootstrap() {
   // The store stays up (hosted_store) but this process may exit next: wait
   // until the session's other ranks are done with it.
   if (server_ && !server_->wait_until_session_left(session_, Clock::now() + options_.timeout))
-    std::fprintf(stderr,
-                 "tandem: rank 0 leaves while ranks of its session are still connected to the "
-                 "rendezvous store it hosts after %lld ms\n",
-                 static_cast<long long>(options_.timeout.count()));
+    TANDEM_WARN(bootstrap,
+                "rank 0 leaves while ranks of its session are still connected to the "
+                "rendezvous store it hosts after %lld ms",
+                static_cast<long long>(options_.timeout.count()));
 }
 
 // Lists the ranks whose key under prefix is not set (looking, not waiting).

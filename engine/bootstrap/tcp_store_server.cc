@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <list>
 #include <map>
 #include <unordered_map>
@@ -17,6 +18,7 @@
 
 #include "bootstrap/store_protocol.h"
 #include "common/errors.h"
+#include "common/log.h"
 
 namespace tandem {
 
@@ -184,8 +186,8 @@ struct TcpStoreServer::Impl {
   }
 
   void reject(Conn& c, const std::string& why) {
-    std::fprintf(stderr, "tandem: rendezvous store: refused connection from %s: %s\n",
-                 c.peer.c_str(), why.c_str());
+    TANDEM_LOG_ALWAYS(kWarn, bootstrap,
+                      "rendezvous store: refused connection from " + c.peer + ": " + why);
     store::Writer w(static_cast<uint8_t>(store::Reply::kRejected));
     w.str(why);
     const Bytes& f = w.frame();
@@ -444,7 +446,8 @@ void TcpStoreServer::run() {
     }
     int n = ::poll(pfds.data(), pfds.size(), ms_left(next));
     if (n < 0 && errno != EINTR) {
-      std::perror("tandem: rendezvous store: poll");
+      TANDEM_ERROR(bootstrap, "rendezvous store: poll: %s; the store stops serving",
+                   std::strerror(errno));
       return;
     }
     if (pfds[0].revents) return;  // shutdown

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collectives/allreduce_algorithms.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "transport/transport.h"
 
 namespace tandem {

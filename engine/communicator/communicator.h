@@ -18,9 +18,10 @@
 //
 // Collectives are called by every rank in the same order, one at a time per
 // Communicator (the C API serialises its callers). After any failure (peer
-// lost, timeout) the Communicator is poisoned: every later call rethrows the
-// first error, and local peers and transports are aborted so that nobody
-// waits for this rank.
+// lost, timeout) the Communicator is poisoned: every later call fails (with
+// the first error when it lasts, a lost peer or a timeout; else with
+// AbortedError and its message: common/errors.h), and local peers and
+// transports are aborted so that nobody waits for this rank.
 #pragma once
 
 #include <atomic>
@@ -34,8 +35,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/allreduce_algorithms.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/input_source.h"
+#include "common/log.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -68,6 +70,10 @@ struct CommunicatorOptions {
   bool connect_world_at_start = false;
   // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
+  // The level of the lines describing the set-up (layout, shared memory,
+  // transport, algorithm): info for the C API's world, debug for the
+  // runtime's and process sets' own Communicators over the same job.
+  log::Level setup_log_level = log::Level::kDebug;
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
@@ -152,6 +158,7 @@ class Communicator {
                               const InputSource* source = nullptr);
   void hierarchical_broadcast(void* buf, size_t bytes, int root);
   void hierarchical_allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
+  void log_setup() const;
 
   std::unique_ptr<Bootstrap> bootstrap_;
   TransportFactory connect_;

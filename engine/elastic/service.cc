@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <list>
 #include <map>
@@ -18,6 +19,7 @@
 
 #include "bootstrap/identity.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "common/settings.h"
 #include "elastic/protocol.h"
 #include "elastic/selection.h"
@@ -122,7 +124,7 @@ struct MembershipService::Impl {
   Impl(MembershipService* s, ServiceSettings st) : svc(s), settings(std::move(st)) {
     base_job_id = random_job_id("el");
     if (!settings.report)
-      settings.report = [](const std::string& line) { std::fprintf(stderr, "tandem: %s\n", line.c_str()); };
+      settings.report = [](const std::string& line) { TANDEM_LOG_ALWAYS(kInfo, elastic, line); };
   }
 
   MembershipService* svc;
@@ -185,8 +187,8 @@ struct MembershipService::Impl {
   }
 
   void reject(Member& m, const std::string& why) {
-    std::fprintf(stderr, "tandem: elastic membership service: refused connection from %s: %s\n",
-                 m.peer.c_str(), why.c_str());
+    TANDEM_LOG_ALWAYS(kWarn, elastic,
+                      "membership service: refused connection from " + m.peer + ": " + why);
     store::Writer w(static_cast<uint8_t>(store::Reply::kRejected));
     w.str(why);
     const Bytes& f = w.frame();
@@ -811,7 +813,8 @@ void MembershipService::run() {
     }
     int n = ::poll(pfds.data(), pfds.size(), ms_left(s.next_wakeup()));
     if (n < 0 && errno != EINTR) {
-      std::perror("tandem: elastic membership service: poll");
+      TANDEM_ERROR(elastic, "membership service: poll: %s; the service stops serving",
+                   std::strerror(errno));
       return;
     }
     if (pfds[0].revents) return;

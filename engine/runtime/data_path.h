@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/input_source.h"
 #include "tandem/tandem.h"
 

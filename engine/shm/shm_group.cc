@@ -10,6 +10,7 @@
 
 #include "bootstrap/node_domain.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "shm/peer_memory.h"
 #include "shm/stream_copy.h"
 
@@ -216,18 +217,20 @@ ShmGroup::~ShmGroup() {
     const WaitStats& w = o.waits;
     const double ops = static_cast<double>(o.ops);
     const double waits = static_cast<double>(std::max<uint64_t>(w.waits, 1));
-    std::fprintf(stderr,
-                 "tandem shm stats: local rank %d/%d: %8.0f B x %" PRIu64 ": %.1f us each, %.1f us "
+    char line[1024];
+    std::snprintf(line, sizeof line,
+                 "stats: local rank %d/%d: %8.0f B x %" PRIu64 ": %.1f us each, %.1f us "
                  "on CPU outside waits; per call "
                  "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
                  "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
-                 "%.1f us waiting (%.1f on CPU)\n",
+                 "%.1f us waiting (%.1f on CPU)",
                  me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3,
                  (static_cast<double>(o.cpu_ns) - static_cast<double>(w.wait_cpu_ns)) / ops / 1e3,
                  o.nvcsw / ops, o.nivcsw / ops,
                  w.waits / ops, 100.0 * w.ready / waits, 100.0 * w.spun / waits,
                  100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops, w.sleeps / ops,
                  w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3);
+    TANDEM_LOG_ALWAYS(kInfo, shm, line);  // asked for with TANDEM_SHM_STATS
   }
 }
 

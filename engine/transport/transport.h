@@ -48,6 +48,10 @@ class Transport {
     int connections = 0;
   };
   virtual Traffic traffic() const { return {}; }
+
+  // What this transport is, for the log ("tcp, group of 2 (this is rank 1
+  // ... at 10.0.0.2:41723; ...)"): never on a hot path.
+  virtual std::string describe() const { return "a transport of " + std::to_string(size()) + " ranks"; }
 };
 
 }  // namespace tandem

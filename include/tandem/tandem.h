@@ -56,6 +56,13 @@ typedef enum {
 TANDEM_API const char *tandem_result_name(int result);
 /* Human description of a result code ("a peer did not answer in time"). */
 TANDEM_API const char *tandem_result_string(tandem_result_t result);
+/* The exception class a binding raises for a result ("TimeoutError"), from
+ * the engine's one error table; NULL for TANDEM_SUCCESS and non-results. */
+TANDEM_API const char *tandem_result_class(int result);
+/* 1 when a result blames the call's own arguments (TANDEM_ERR_INVALID_ARGUMENT,
+ * TANDEM_ERR_DUPLICATE_NAME): bindings that follow Horovod also raise
+ * ValueError for these. 0 otherwise. */
+TANDEM_API int tandem_result_is_argument_error(int result);
 /* The message of the last failed call on this thread ("" if none). */
 TANDEM_API const char *tandem_last_error(void);
 /* Library version, "MAJOR.MINOR.PATCH". */

@@ -21,6 +21,7 @@ fails only when that call is used, with a message naming the symbol.
 
 import ctypes
 import ctypes.util
+import logging
 import os
 import threading
 
@@ -39,6 +40,8 @@ _request_p = ctypes.POINTER(ctypes.c_void_p)
 _SIGNATURES = {
     "tandem_result_name": (ctypes.c_char_p, [ctypes.c_int]),
     "tandem_result_string": (ctypes.c_char_p, [ctypes.c_int]),
+    "tandem_result_class": (ctypes.c_char_p, [ctypes.c_int]),
+    "tandem_result_is_argument_error": (ctypes.c_int, [ctypes.c_int]),
     "tandem_last_error": (ctypes.c_char_p, []),
     "tandem_version": (ctypes.c_char_p, []),
     "tandem_dtype_size": (ctypes.c_size_t, [ctypes.c_int]),
@@ -298,4 +301,6 @@ def library():
             if _library is None:
                 cdll, origin = _load()
                 _library = Library(cdll, origin)
+                logging.getLogger("tandem").info(
+                    "libtandem %s: %s", _library.tandem_version().decode(), origin)
     return _library

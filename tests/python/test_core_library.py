@@ -16,27 +16,37 @@ def test_error_classes_come_from_the_library(py_env, build_dir):
     # The reference is the library itself, read here with plain ctypes.
     lib = ctypes.CDLL(str(build_dir / "engine" / "libtandem.so"))
     lib.tandem_result_name.restype = ctypes.c_char_p
-    names = {}
+    lib.tandem_result_class.restype = ctypes.c_char_p
+    names, classes, value_errors = {}, {}, set()
     code = 0
     while lib.tandem_result_name(code) is not None:
         names[lib.tandem_result_name(code).decode()] = code
+        if code:
+            classes[lib.tandem_result_name(code).decode()] = lib.tandem_result_class(code).decode()
+        if lib.tandem_result_is_argument_error(code):
+            value_errors.add(lib.tandem_result_name(code).decode())
         code += 1
+    assert value_errors == {"TANDEM_ERR_INVALID_ARGUMENT", "TANDEM_ERR_DUPLICATE_NAME"}
     r = run_python(py_env, """
 import json, tandem.errors as e
 e._populate()
 print(json.dumps({c.name: [c.code, c.__name__, issubclass(c, RuntimeError),
-                           issubclass(c, e.TandemError)] for c in e._by_code.values()}))
+                           issubclass(c, e.TandemError), issubclass(c, ValueError)]
+                  for c in e._by_code.values()}))
 """)
     assert r.returncode == 0, r.stderr
     import json
     got = json.loads(r.stdout)
     want_names = {n for n in names if n != "TANDEM_SUCCESS"}
     assert set(got) == want_names
-    for name, (value, cls, is_runtime, is_tandem) in got.items():
+    for name, (value, cls, is_runtime, is_tandem, is_value_error) in got.items():
         assert value == names[name]
         assert is_runtime and is_tandem
+        assert cls == classes[name]  # the engine's table names the class
+        # ... and the names stay what scripts catch (Horovod-style CamelCase)
         assert cls == "".join(p.capitalize() for p in name[len("TANDEM_ERR_"):].split("_")) + \
             "Error"
+        assert is_value_error == (name in value_errors)
 
 
 def test_engine_message_travels_with_the_exception(py_env):

@@ -21,6 +21,7 @@
 #include <cerrno>
 
 #include "common/errors.h"
+#include "common/log.h"
 #include "common/settings.h"
 #include "transport/tcp/connector.h"
 #include "transport/tcp/descriptors.h"
@@ -154,6 +155,8 @@ tcp::Fd listen_for(const Identity& id, const std::vector<int>& members, size_t p
     throw SystemError(std::string(e.what()) + " (address chosen by " + why + ")", e.code());
   }
   endpoint = tcp::encode_endpoint(addr);
+  TANDEM_DEBUG(tcp, "group of %zu: listening on %s (%s)", members.size(),
+               tcp::to_string(addr).c_str(), why.c_str());
   return listener;
 }
 
@@ -204,6 +207,14 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
   auto links = std::make_unique<tcp::Connector>(std::move(listener), std::move(cp));
   connect_planned(*links, peers, timeout, id.rank);
   links->end_setup();
+  if (TANDEM_LOG_ENABLED(kDebug, tcp)) {
+    std::string connected;
+    for (int j : peers)
+      connected += (connected.empty() ? "" : ", ") + links->who(j);
+    if (connected.empty()) connected = "none; every peer connects on first use";
+    TANDEM_DEBUG(tcp, "group of %d: connected and authenticated at set-up (%s): %s", n,
+                 everyone ? "every pair" : "the peers the algorithms use", connected.c_str());
+  }
   return std::make_unique<tcp::TcpTransport>(index, members, std::move(links), timeout, spin);
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/log.h"
 
 namespace tandem {
 namespace tcp {
@@ -342,10 +343,7 @@ std::string Connector::waiting_for(int j) {
 }
 
 void log_warning(int world_rank, const std::string& message) {
-  const std::string line =
-      "tandem[world rank " + std::to_string(world_rank) + "] tcp: WARNING: " + message + "\n";
-  // One write so lines from several threads or ranks do not interleave.
-  (void)!::fwrite(line.data(), 1, line.size(), stderr);
+  TANDEM_LOG_ALWAYS(kWarn, tcp, "world rank " + std::to_string(world_rank) + ": " + message);
 }
 
 }  // namespace tcp

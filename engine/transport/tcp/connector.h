@@ -138,9 +138,10 @@ class Connector {
   std::array<uint8_t, Hello::kSize> hello_bytes_{};
 };
 
-// One line to stderr: "tandem[world rank 3] tcp: WARNING: <message>".
-// Security events (rejected connections) are always logged, whatever the
-// log level.
+// A warning of the tcp subsystem naming this rank's world rank (the rank of
+// the job may differ: a process set's connections). Security events
+// (rejected connections) are always logged, whatever TANDEM_LOG says
+// (common/log.h).
 void log_warning(int world_rank, const std::string& message);
 
 }  // namespace tcp

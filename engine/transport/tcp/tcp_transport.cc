@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/log.h"
 #include "common/settings.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/wire.h"
@@ -101,14 +102,26 @@ TcpTransport::TcpTransport(int rank, std::vector<int> members, std::unique_ptr<C
 TcpTransport::~TcpTransport() {
   if (!stats_.on) return;
   auto v = [](const std::atomic<uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
-  std::fprintf(stderr,
-               "tandem[world rank %d] tcp stats, group of %d, %d connected: %llu calls: %llu done without waiting, "
+  char line[1024];
+  std::snprintf(line, sizeof line,
+               "stats, world rank %d, group of %d, %d connected: %llu calls: %llu done without waiting, "
                "%llu caught while spinning, %llu slept (%llu sleeps, %.1f ms asleep); spins: %llu gave "
                "up just before the answer (pauses), %llu skipped paused, %llu skipped with no spare "
-               "CPU\n",
+               "CPU",
                members_[rank_], size(), links_ ? links_->connected() : 0, v(stats_.calls), v(stats_.no_wait), v(stats_.caught_spinning),
                v(stats_.calls_that_slept), v(stats_.sleeps), stats_.slept_ns.load() / 1e6,
                v(stats_.penalties), v(stats_.paused), v(stats_.no_spare_cpu));
+  TANDEM_LOG_ALWAYS(kInfo, tcp, line);  // asked for with TANDEM_TCP_STATS
+}
+
+std::string TcpTransport::describe() const {
+  std::string text = "tcp, group of " + std::to_string(size());
+  if (links_) {
+    const int n = links_->connected();
+    text += " (this is " + links_->who(rank_) + "; " + std::to_string(n) +
+            (n == 1 ? " peer" : " peers") + " connected at set-up, the others on first use)";
+  }
+  return text + ", spinning " + std::to_string(spin_.count()) + " us before sleeping";
 }
 
 std::string TcpTransport::who(int peer) const { return links_->who(peer); }

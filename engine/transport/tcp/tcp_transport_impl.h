@@ -82,6 +82,7 @@ class TcpTransport : public Transport {
                 size_t recv_bytes) override;
   void abort(const std::string& why) override;
   Traffic traffic() const override;
+  std::string describe() const override;
 
   struct Transfer;  // one direction of one call, defined in the .cc
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "transport/tcp/interface.h"
 
 namespace tandem {
 namespace tcp {
@@ -54,11 +55,11 @@ bool decode(const Bytes& blob, WakeRelay::Key* key, SockAddr* addr) {
 
 }  // namespace
 
-std::unique_ptr<WakeRelay> WakeRelay::create(Bootstrap& world, Doorbell& doorbell, bool wanted,
+std::unique_ptr<WakeRelay> WakeRelay::create(Bootstrap& world, RingLocal ring, bool wanted,
                                              SockAddr listen, std::chrono::milliseconds timeout) {
   const Identity& id = world.identity();
   const bool leader = id.local_rank == 0;
-  std::unique_ptr<WakeRelay> relay(new WakeRelay(doorbell));
+  std::unique_ptr<WakeRelay> relay(new WakeRelay(std::move(ring)));
   Bytes mine{static_cast<uint8_t>(wanted ? 1 : 0)};
   if (leader && wanted) {
     WakeRelay& w = *relay;
@@ -153,11 +154,19 @@ void WakeRelay::serve() {
       std::memcpy(&origin, d + sizeof(Key) + sizeof round, sizeof origin);
       if (origin >= peers_.size() || origin == node_) continue;
       relayed_.fetch_add(1);  // first: whoever the doorbell wakes sees it counted
-      doorbell_.relay(round);
+      ring_(round);
       pass_on(round, origin);
     }
   }
 }
 
 }  // namespace tcp
+
+std::unique_ptr<RoundRelay> connect_wake_relay(Bootstrap& world, RingLocal ring, bool wanted,
+                                               std::chrono::milliseconds timeout) {
+  std::string why;
+  return tcp::WakeRelay::create(world, std::move(ring), wanted,
+                                tcp::choose_listen_address(false, why), timeout);
+}
+
 }  // namespace tandem

@@ -97,7 +97,7 @@ TEST(TandemRun, NodePerRankMakesEveryRankItsOwnNode) {
                      " cross_size=3 nodes=0,1,2 "),
               std::string::npos) << l;
   }
-  EXPECT_NE(r.err.find("tandem-run: rendezvous store served "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tandem-run INFO tools: rendezvous store served "), std::string::npos) << r.err;
   auto env = tandem_run("--node-per-rank -np 2 sh -c 'echo $TANDEM_RANK:$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE/$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE:${TANDEM_NODE_NAME##*.}'");
   ASSERT_EQ(env.code, 0) << env.err;
   auto got = env.out_lines();
@@ -110,7 +110,7 @@ TEST(TandemRun, FailingRankStopsTheJobWithItsStatus) {
   // stopped.
   auto r = tandem_run("-np 3 sh -c 'if [ $TANDEM_RANK = 2 ]; then exit 3; fi; exec sleep 3600'");
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("tandem-run: rank 2 exited with status 3; stopping the job"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tandem-run ERROR tools: rank 2 exited with status 3; stopping the job"), std::string::npos) << r.err;
 }
 
 TEST(TandemRun, KilledRankIsNamedWithItsSignal) {

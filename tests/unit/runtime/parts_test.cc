@@ -217,17 +217,15 @@ TEST(Settings, DefaultsHorovodNamesAndStrictParsing) {
   Settings h = Settings::from_environment(env({{"HOROVOD_FUSION_THRESHOLD", "1024"},
                                                {"HOROVOD_CYCLE_TIME", "2.5"},
                                                {"HOROVOD_CACHE_CAPACITY", "0"},
-                                               {"HOROVOD_LOG_LEVEL", "DEBUG"},
                                                {"TANDEM_TIMELINE", "/tmp/t.json"}}));
   EXPECT_EQ(h.fusion_threshold_bytes, 1024u);
   EXPECT_EQ(h.cycle_time_ms, 2.5);
   EXPECT_EQ(h.cache_capacity, 0u);
-  EXPECT_EQ(h.log_level, LogLevel::kDebug);
   EXPECT_EQ(h.timeline_path, "/tmp/t.json");
   for (auto bad : std::vector<std::pair<std::string, std::string>>{
            {"HOROVOD_FUSION_THRESHOLD", "64MB"}, {"TANDEM_CYCLE_TIME", "-1"},
            {"TANDEM_CACHE_CAPACITY", "1e3"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "soon"},
-           {"TANDEM_LOG_LEVEL", "loud"}, {"TANDEM_TIMELINE_MARK_CYCLES", "2"},
+           {"TANDEM_TIMELINE_MARK_CYCLES", "2"},
            {"TANDEM_CACHE_CAPACITY", "2000000"}, {"TANDEM_FUSION_THRESHOLD", " 5"}}) {
     try {
       Settings::from_environment(env({bad}));

@@ -15,6 +15,7 @@
 
 #include "bootstrap/memory_bootstrap.h"
 #include "shm/control.h"
+#include "shm/doorbell.h"
 #include "transport/tcp/interface.h"
 #include "transport/tcp/wake_relay.h"
 
@@ -40,8 +41,9 @@ struct TwoNodes {
     std::vector<std::thread> t;
     for (int r = 0; r < 4; ++r)
       t.emplace_back([&, r] {
-        relays[r] = WakeRelay::create(*boots[r], *bells[r], true, loopback(),
-                                      std::chrono::seconds(30));
+        Doorbell& bell = *bells[r];
+        relays[r] = WakeRelay::create(*boots[r], [&bell](uint64_t round) { bell.relay(round); },
+                                      true, loopback(), std::chrono::seconds(30));
       });
     for (auto& x : t) x.join();
   }
@@ -113,7 +115,9 @@ TEST(WakeRelay, ARoundTravelsDownATreeAndReachesEveryNodeOnce) {
   std::vector<std::thread> t;
   for (int r = 0; r < n; ++r)
     t.emplace_back([&, r] {
-      relays[r] = WakeRelay::create(*boots[r], *bells[r], true, loopback(), std::chrono::seconds(30));
+      Doorbell& bell = *bells[r];
+      relays[r] = WakeRelay::create(*boots[r], [&bell](uint64_t round) { bell.relay(round); },
+                                    true, loopback(), std::chrono::seconds(30));
     });
   for (auto& x : t) x.join();
   uint64_t round = 10;
@@ -156,7 +160,8 @@ TEST(WakeRelay, OneRankOptingOutTurnsItOffEverywhere) {
     t.emplace_back([&, r] {
       MemoryBootstrap boot(world, r);
       Doorbell bell(r == 0 ? &node0 : &node1, r == 0 ? 0 : r - 1, r == 0 ? 1 : 2);
-      relays[r] = WakeRelay::create(boot, bell, r != 2, loopback(), std::chrono::seconds(30));
+      relays[r] = WakeRelay::create(boot, [&bell](uint64_t round) { bell.relay(round); }, r != 2,
+                                    loopback(), std::chrono::seconds(30));
     });
   for (auto& x : t) x.join();
   for (int r = 0; r < 3; ++r) EXPECT_EQ(relays[r], nullptr) << "rank " << r;

@@ -3,7 +3,7 @@
 // loop, which GCC vectorises at -O2/-O3 (checked with -fopt-info-vec; see
 // docs/engine.md). Blocking keeps the accumulator in L1 whatever n is, and
 // lets float16/bfloat16 accumulate in float32 without a full-size temporary.
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 
 #include <cmath>
 #include <cstdint>

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/errors.h"
 #include "reference.h"
 

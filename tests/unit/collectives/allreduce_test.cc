@@ -11,7 +11,7 @@
 
 #include "collectives/allreduce_algorithms.h"
 #include "collectives/model.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/errors.h"
 #include "reference.h"
 #include "thread_world.h"
@@ -141,7 +141,7 @@ TEST(Allreduce, DeterministicOneNode) { determinism(5, {}, Order::kRankFold); }
 TEST(Allreduce, DeterministicTwoNodes) { determinism(6, {3, 3}, Order::kNone); }
 TEST(Allreduce, DeterministicUneven) { determinism(4, {3, 1}, Order::kNone); }
 // One rank per node: the transport alone reduces, along the tree of the
-// algorithm the model picks (test_cross_node.cc checks each algorithm's),
+// algorithm the model picks (cross_node_test.cc checks each algorithm's),
 // for a medium message and a small one, on 3 nodes (folded) and 4.
 TEST(Allreduce, DeterministicOneRankPerNode) { determinism(3, {1, 1, 1}, Order::kCrossNodeTree); }
 TEST(Allreduce, DeterministicOneRankPerNodeSmall) {
