@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Runs Horovod's public PyTorch test suite against Tandem's `horovod` shim:
-# each test in its own tandem-run job of N ranks with a deadline, then one
-# line of counts (passed, failed, hung, skipped).
+# Runs one of Horovod's public test files (test_torch.py, test_tensorflow.py,
+# test_tensorflow_process_sets.py, test_tensorflow2_keras.py, ...) against
+# Tandem's `horovod` shim: each test in its own tandem-run job of N ranks
+# with a deadline, then one line of counts (passed, failed, hung, skipped).
 #
-#   contrib/horovod-suite.sh [options] PATH/TO/test/parallel/test_torch.py
+#   contrib/horovod-suite.sh [options] PATH/TO/test/parallel/test_FILE.py
 #
 #   -np N        ranks per job (default 2)
 #   -b DIR       Meson build tree (default: build)
-#   -p PYTHON    interpreter of the ranks (default /usr/bin/python3; e.g.
-#                /opt/tandem-deps/torch2/bin/python for torch 2.x)
+#   -p PYTHON    interpreter of the ranks (default /usr/bin/python3, torch 1.13;
+#                /opt/tandem-deps/torch2/bin/python for torch 2.x,
+#                /opt/tandem-deps/tf/bin/python for TensorFlow and Keras)
 #   -t SECONDS   deadline per test; a job still running then is a hang and is
 #                killed (default 180)
 #   -k REGEX     only tests whose name matches (grep -E)
 #   -o DIR       keep each test's output in DIR/<test>.log (default: a
 #                temporary folder, removed unless a test did not pass)
+#   -1           one job for the whole file instead (pytest on every rank runs
+#                every test in one process, as Horovod's CI runs it under
+#                horovodrun), each test's outcome read from pytest's -rA
+#                report (contrib/horovod_suite/tally.py); the deadline is the
+#                whole job's. Minutes instead of an hour for a TF file (one
+#                TensorFlow import per rank, not one per test), but a test
+#                that leaves state behind can affect the ones after it.
 #
 # It fetches nothing: give it the test file of a horovod/horovod checkout
 # (e.g. `git -C CHECKOUT archive v0.28.1 test | tar x -C /tmp/hvd`, then
@@ -21,7 +30,11 @@
 # file is run in place, never copied into this project. Its helper module
 # (test/utils/common.py) needs horovod.runner, mock and cloudpickle, which
 # the shim lacks; contrib/horovod_suite/common.py provides the three helpers
-# the torch suite imports, first on PYTHONPATH.
+# the files import, first on PYTHONPATH, and its sitecustomize.py the two
+# helpers of Horovod's package the TensorFlow files import
+# (horovod.runner.common.util.env, horovod.common.util). `parameterized`
+# (test_tensorflow2_keras.py) comes from contrib/install-python-envs.sh's
+# suite folder.
 #
 # A test passes when every rank reports it passed (or some passed and the
 # rest skipped) and the job exits 0; it is skipped when every rank skipped;
@@ -36,8 +49,9 @@ python=/usr/bin/python3
 deadline=180
 filter=
 logdir=
+one_job=0
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     -np) np=$2; shift 2 ;;
@@ -46,6 +60,7 @@ while [ $# -gt 0 ]; do
     -t) deadline=$2; shift 2 ;;
     -k) filter=$2; shift 2 ;;
     -o) logdir=$2; shift 2 ;;
+    -1) one_job=1; shift ;;
     -h|--help) usage ;;
     -*) echo "horovod-suite: unknown option $1" >&2; usage ;;
     *) break ;;
@@ -78,9 +93,39 @@ EOF
 )
 [ ${#ids[@]} -gt 0 ] || { echo "horovod-suite: no tests found in $test_file" >&2; exit 2; }
 
-torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?')
-export PYTHONPATH="$root/contrib/horovod_suite:$build/python${PYTHONPATH:+:$PYTHONPATH}"
+# The framework the file tests, for the summary line.
+case $(basename "$test_file") in
+  *torch*) framework=torch ;;
+  *keras*) framework=keras ;;
+  *) framework=tensorflow ;;
+esac
+version=$(TF_CPP_MIN_LOG_LEVEL=3 "$python" -c "import $framework; print($framework.__version__)" \
+  2>/dev/null || echo '?')
+suite_path=$("$root/contrib/install-python-envs.sh" --print-suite-path)
+export PYTHONPATH="$root/contrib/horovod_suite:$build/python:$suite_path${PYTHONPATH:+:$PYTHONPATH}"
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 unset TANDEM_LIBRARY LD_PRELOAD
+
+if [ $one_job -eq 1 ]; then
+  [ -z "$filter" ] || { echo "horovod-suite: -k and -1 do not combine" >&2; exit 2; }
+  log=$logdir/$(basename "$test_file" .py).log
+  (cd "$(dirname "$test_file")" &&
+    timeout -k 10 "$deadline" "$build/tools/tandem-run" -np "$np" --label \
+      "$python" -m pytest -q -p no:cacheprovider --color=no -rA "$test_file") >"$log" 2>&1
+  rc=$?
+  job_hung=0
+  { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && job_hung=1
+  mapfile -t lines < <(python3 "$root/contrib/horovod_suite/tally.py" "$log" "$test_file" \
+    "$np" "$job_hung")
+  [ ${#lines[@]} -gt 0 ] || { echo "horovod-suite: no outcome read from $log" >&2; exit 1; }
+  printf '%s\n' "${lines[@]:0:${#lines[@]}-1}"
+  read -r passed failed hung skipped <<<"${lines[-1]}"
+  echo "horovod-suite: $passed passed, $failed failed, $hung hung, $skipped skipped" \
+    "(of ${#ids[@]}) at $np ranks in one job, $python ($framework $version)," \
+    "deadline ${deadline}s; log: $log"
+  [ "$failed" -eq 0 ] && [ "$hung" -eq 0 ]
+  exit
+fi
 
 passed=0 failed=0 hung=0 skipped=0 total=0
 declare -a not_passed=()
@@ -99,13 +144,17 @@ for id in "${ids[@]}"; do
   tenths=$((($(date +%s%N) - start) / 100000000))
   seconds=$((tenths / 10)).$((tenths % 10))
   # Per rank: pytest's summary line ("1 passed in 0.52s", "1 skipped", ...).
+  # TensorFlow's TestCase runs a test as two subtests (graph and eager
+  # mode): "1 passed, 2 skipped" is a test whose every subtest skipped (a
+  # GPU test), "1 passed, 1 skipped, 1 subtests passed" one that ran.
   npass=0 nskip=0 nfail=0
   for ((r = 0; r < np; r++)); do
     line=$(grep -E "^\[$r\] .*[0-9]+ (passed|failed|skipped|error)" "$log" | tail -1)
     case $line in
       *failed*|*error*) nfail=$((nfail + 1)) ;;
-      *passed*) npass=$((npass + 1)) ;;
+      *"subtests passed"*) npass=$((npass + 1)) ;;
       *skipped*) nskip=$((nskip + 1)) ;;
+      *passed*) npass=$((npass + 1)) ;;
     esac
   done
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -122,7 +171,7 @@ for id in "${ids[@]}"; do
 done
 
 echo "horovod-suite: $passed passed, $failed failed, $hung hung, $skipped skipped" \
-  "(of $total) at $np ranks, $python (torch $torch_version), deadline ${deadline}s"
+  "(of $total) at $np ranks, $python ($framework $version), deadline ${deadline}s"
 if [ ${#not_passed[@]} -gt 0 ] || [ $keep -eq 1 ]; then
   echo "horovod-suite: logs in $logdir"
 else

@@ -9,10 +9,20 @@ packages=(
   # build
   g++ pkg-config meson ninja-build libhwloc-dev libpmix-dev libslurm-dev
   libgtest-dev libgmock-dev
+  # contrib/check-layers.sh (the C++ format check)
+  clang-format
   # local cluster and end-to-end tests
   slurmctld slurmd slurm-client munge hwloc iproute2 util-linux procps
   # comparisons in the benchmarks, python API and examples
   openmpi-bin libopenmpi-dev python3 python3-pytest python3-numpy python3-torch
+  # packages (contrib/package/): the .deb and its install test, the RPM, the module
+  debhelper dh-python ccache groff-base man-db rpm lmod
+  # containers (tests/e2e/test_containers.py): image builds, Charliecloud, Podman with runc
+  debootstrap charliecloud-runtime podman runc
+  # Horovod's elastic PyTorch examples, run unchanged by the elastic tests
+  # (torchvision's models and MNIST reader, a file lock; psutil for
+  # Horovod's elastic test mains)
+  python3-torchvision python3-filelock python3-psutil
 )
 
 missing=()

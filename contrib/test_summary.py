@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Adds up the results of every test stage into one closing line.
 
-Reads meson's testlog.json (one JSON object per test) and pytest's JUnit XML
-files, and prints 'N passed, N failed, N skipped'. Exits non-zero when a stage
-ran no test at all, so that a broken stage can never look green.
+Reads meson's testlog.json (one JSON object per test), pytest's JUnit XML
+files and the logs of the check scripts (contrib/package/: one "  ok: ..."
+line per passed check, "NAME: FAILED: ..." for the failed one), and prints
+'N passed, N failed, N skipped'. Exits non-zero when a stage ran no test at
+all, so that a broken stage can never look green.
 """
 import json
 import sys
@@ -40,13 +42,27 @@ def junit_counts(path):
     return counts
 
 
+def checks_counts(path):
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("  ok: "):
+                counts["passed"] += 1
+            elif ": FAILED: " in line:
+                counts["failed"] += 1
+    return counts
+
+
+COUNTERS = {"meson": meson_counts, "junit": junit_counts, "checks": checks_counts}
+
+
 def main(argv):
     total = {"passed": 0, "failed": 0, "skipped": 0}
     empty = []
     for arg in argv[1:]:
         kind, path = arg.split(":", 1)
         try:
-            c = meson_counts(path) if kind == "meson" else junit_counts(path)
+            c = COUNTERS[kind](path)
         except (OSError, ValueError, ET.ParseError) as e:
             print(f"test-summary: could not read {kind} results {path}: {e}")
             c = {"passed": 0, "failed": 1, "skipped": 0}

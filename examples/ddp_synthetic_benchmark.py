@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchmark_models import MODELS  # noqa: E402
+from benchmark_models import MODELS
 
 
 def identity():

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import horovod.torch as hvd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchmark_models import MODELS  # noqa: E402
+from benchmark_models import MODELS
 
 
 def parse_args():

@@ -24,10 +24,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import horovod.tensorflow.keras as hvd  # noqa: E402
+import horovod.tensorflow.keras as hvd
 
 
 def parse_args():

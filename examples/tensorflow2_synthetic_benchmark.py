@@ -17,14 +17,14 @@ import timeit
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import keras  # noqa: E402
+import numpy as np
+import tensorflow as tf
+import keras
 
-import horovod.tensorflow as hvd  # noqa: E402
+import horovod.tensorflow as hvd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tf_benchmark_models import MODELS, build_model  # noqa: E402
+from tf_benchmark_models import MODELS, build_model
 
 
 def parse_args():

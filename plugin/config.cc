@@ -52,7 +52,8 @@ Setter policy_setter(const char* key) {
 // The table. Add a key here and a field in Config.
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
-      {"engine", "path of libtandem.so to preload", path_setter(&Config::engine_path, false)},
+      {"engine", "path of libtandem.so.0; the preload libtandem-preload.so is beside it",
+       path_setter(&Config::engine_path, false)},
       {"python", "folder of the tandem python package (empty: leave PYTHONPATH alone)",
        path_setter(&Config::python_path, true)},
       {"default", "mode without --horovod: off, on, verbose",

@@ -17,7 +17,8 @@
 namespace tandem::plugin {
 
 struct Config {
-  // libtandem.so, prepended to LD_PRELOAD in every task of an enabled step.
+  // libtandem.so.0 (TANDEM_LIBRARY in every task of an enabled step); the
+  // preload shim beside it goes on LD_PRELOAD (container_env.h).
   std::string engine_path;
   // Folder holding the `tandem` python package, prepended to PYTHONPATH;
   // empty: PYTHONPATH is left alone.

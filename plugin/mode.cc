@@ -6,6 +6,7 @@ std::optional<Mode> parse_mode(std::string_view text) {
   if (text == "on") return Mode::kOn;
   if (text == "off") return Mode::kOff;
   if (text == "verbose") return Mode::kVerbose;
+  if (text == "elastic") return Mode::kElastic;
   return std::nullopt;
 }
 
@@ -14,6 +15,7 @@ const char* mode_name(Mode mode) {
     case Mode::kOff: return "off";
     case Mode::kOn: return "on";
     case Mode::kVerbose: return "verbose";
+    case Mode::kElastic: return "elastic";
   }
   return "?";
 }

@@ -4,12 +4,14 @@
 // file reach it.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "spank_api.h"
 
 #include "config.h"
+#include "elastic_job.h"
 #include "hwloc_loader.h"
 #include "mode.h"
 #include "torch_env.h"
@@ -30,6 +32,11 @@ struct PluginState {
   // type the user asked for explicitly (--mpi or SLURM_MPI_TYPE), if any.
   bool forced_pmix = false;
   std::optional<std::string> explicit_mpi;
+  // srun only, --horovod=elastic: slurm_spank_init set the step up to
+  // survive failures; local_user_init then starts (or finds) the job's
+  // membership service, kept until srun exits.
+  bool elastic_step = false;
+  std::unique_ptr<ElasticJob> elastic;
 
   // slurmstepd only: torch.distributed's rendezvous for this step, found once
   // per node in slurm_spank_user_init (before the tasks are forked) and
@@ -50,6 +57,8 @@ PluginState& plugin_state();
 // throws PluginError; the dispatch turns it into slurm_error + failure.
 void local_init(spank_t sp, PluginState& st);
 void local_init_post_opt(spank_t sp, PluginState& st);
+void local_user_init(spank_t sp, PluginState& st);
+void local_exit(PluginState& st);
 void remote_user_init(spank_t sp, PluginState& st);
 void remote_task_init(spank_t sp, PluginState& st);
 

@@ -2,12 +2,14 @@
 //
 // slurm_spank_task_init runs in the task, after Slurm's own task, gres and
 // MPI (PMIx) set-up and just before exec, so the environment written here is
-// the task's and CUDA_VISIBLE_DEVICES/PMIX_RANK are already there.
-#include <cstdio>
-
+// the task's and CUDA_VISIBLE_DEVICES/PMIX_RANK are already there. Elastic
+// tasks also get the membership service's address (export_elastic).
+#include "common/log.h"
+#include "container_env.h"
 #include "identity.h"
 #include "node_facts.h"
 #include "plugin_error.h"
+#include "plugin_log.h"
 #include "plugin_state.h"
 #include "spank_task_env.h"
 #include "task_binding.h"
@@ -43,6 +45,33 @@ StepLayout step_layout(spank_t sp, const TaskEnv& env) {
   return l;
 }
 
+// An elastic task reaches the membership service in srun at the address
+// srun is reached at from this node (slurmstepd exports it as
+// SLURM_SRUN_COMM_HOST) and the port srun passed; a task of a later step
+// gets the full address of the job's service (elastic_job.h). Its label is
+// Horovod's "host[local_rank]", as in "node2[1] has been removed".
+constexpr uint64_t kOrderPerStep = 1u << 20;  // tasks per step, at most
+
+void export_elastic(const TaskIdentity& id, uint32_t step, TaskEnv& env) {
+  if (!env.get("TANDEM_ELASTIC_ADDR")) {
+    const auto host = env.get("SLURM_SRUN_COMM_HOST");
+    const auto port = env.get("TANDEM_ELASTIC_PORT");
+    if (!host || !port)
+      throw PluginError("--horovod=elastic: the task has no SLURM_SRUN_COMM_HOST or "
+                        "TANDEM_ELASTIC_PORT to reach the membership service in srun");
+    const bool v6 = host->find(':') != std::string::npos;
+    env.set("TANDEM_ELASTIC_ADDR", (v6 ? "[" + *host + "]" : *host) + ":" + *port);
+  }
+  env.set("TANDEM_NODE_NAME", id.hostname);
+  // Horovod's marker of an elastic worker: DistributedOptimizer registers
+  // its hooks at size 1 too, since the job may grow.
+  env.set("HOROVOD_ELASTIC", "1");
+  env.set("TANDEM_ELASTIC_LABEL", id.hostname + "[" + std::to_string(id.local_rank) + "]");
+  // New processes of one generation get ranks in this order: generation 0's
+  // ranks are the step's task ids, a later step's tasks come after.
+  env.set("TANDEM_ELASTIC_ORDER", std::to_string(uint64_t{step} * kOrderPerStep + id.rank));
+}
+
 }  // namespace
 
 // Once per step, in slurmstepd before it forks the tasks. Rank 0's node
@@ -56,6 +85,7 @@ void remote_user_init(spank_t sp, PluginState& st) {
   const uint32_t step = item<uint32_t>(sp, S_JOB_STEPID, "the step id");
   if (step >= kFirstSpecialStep) return;
   SpankTaskEnv job_env(sp);  // the job's environment, which every task inherits
+  configure_log(job_env, true);
   st.torch = torch_rendezvous(job_env, item<uint32_t>(sp, S_JOB_ID, "the job id"), step,
                               slurm_node_address);
   if (st.config.binding == "none" || !st.config.topology_xml.empty()) return;
@@ -72,21 +102,30 @@ void remote_task_init(spank_t sp, PluginState& st) {
   if (item<uint32_t>(sp, S_JOB_STEPID, "the step id") >= kFirstSpecialStep) return;
 
   SpankTaskEnv env(sp);
+  configure_log(env, true);
   const StepLayout layout = step_layout(sp, env);
   const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, "the task's rank");
   const uint32_t local_rank = static_cast<uint32_t>(item<int>(sp, S_TASK_ID, "the local task id"));
   const TaskIdentity id =
       compute_identity(layout, rank, local_rank, env.get("SLURMD_NODENAME").value_or(host_name()));
+  log_to_task(static_cast<int>(rank), id.hostname);  // this process is the task from here on
 
   export_task(st.config, id, single_nic(), env);
+  if (mode_elastic(mode))
+    export_elastic(id, item<uint32_t>(sp, S_JOB_STEPID, "the step id") % 1024, env);
   const BindingResult binding =
       bind_task(st.config, id, env, st.node_topology ? &*st.node_topology : nullptr);
   if (!st.torch) throw PluginError("internal: torch.distributed's rendezvous was not prepared");
   export_torch_env(id, *st.torch, env);
-  if (mode == Mode::kVerbose) {
+  export_container_env(st.config, id, st.torch->master_addr, item<uint32_t>(sp, S_JOB_ID, "the job id"),
+                       item<uint32_t>(sp, S_JOB_STEPID, "the step id"), env);
+  // --horovod=verbose's line is that option's output, in its own format
+  // (docs/plugin.md); TANDEM_LOG=info gives the same facts as a log line.
+  const bool info = TANDEM_LOG_ENABLED(kInfo, plugin);
+  if (mode == Mode::kVerbose || info) {
     const std::string line = describe_task(id, env, allowed_cpus(), binding.summary);
-    std::fprintf(stderr, "%s\n", line.c_str());
-    std::fflush(stderr);
+    if (mode == Mode::kVerbose) task_stderr_line(line);
+    else TANDEM_INFO(plugin, "%s", line.substr(line.find(": ") + 2).c_str());
   }
 }
 

@@ -1,5 +1,6 @@
 #include "task_setup.h"
 
+#include "container_env.h"
 #include "path_list.h"
 
 namespace tandem::plugin {
@@ -19,7 +20,8 @@ void export_task(const Config& config, const TaskIdentity& id,
   if (nic) env.set("TANDEM_TCP_IFNAME", *nic);
 
   // ld.so splits LD_PRELOAD at ':' and ' '.
-  env.set("LD_PRELOAD", prepend_unique(config.engine_path, env.get("LD_PRELOAD").value_or(""), ": "));
+  // The preload shim, not the engine: it never stops a program (container_env.h).
+  env.set("LD_PRELOAD", prepend_unique(preload_path(config), env.get("LD_PRELOAD").value_or(""), ": "));
   if (!config.python_path.empty()) {
     env.set("PYTHONPATH", prepend_unique(config.python_path, env.get("PYTHONPATH").value_or("")));
   }

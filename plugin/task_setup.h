@@ -6,7 +6,7 @@
 //   TANDEM_NODE_ID, TANDEM_NNODES    this node's index among the step's nodes
 //   TANDEM_LIBRARY                   the engine (python's tandem loads it)
 //   TANDEM_TCP_IFNAME                the node's only non-loopback NIC, if one
-//   LD_PRELOAD                       engine first, user's entries kept
+//   LD_PRELOAD                       the preload shim first, user's entries kept
 //   PYTHONPATH                       python dir first (when configured)
 #pragma once
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tandem/tandem.h"
+#include "tool_log.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ struct Cuda {  // the few calls the bench needs, C signatures (0 = cudaSuccess)
 [[noreturn]] void fail(const std::string& why) {
   int rank = -1;
   tandem_rank(&rank);
-  std::fprintf(stderr, "tandem-bench --device cuda: rank %d: %s\n", rank, why.c_str());
+  TANDEM_ERROR(tools, "--device cuda: rank %d: %s", rank, why.c_str());
   std::exit(3);
 }
 
@@ -159,8 +160,7 @@ int device_bench_main(int argc, char** argv) {
   must(tandem_allreduce(&usable, &all, 1, TANDEM_INT32, TANDEM_MIN, 1, 1), "availability exchange");
   if (!all) {
     if (!usable)
-      std::fprintf(stderr, "tandem-bench --device cuda: rank %d: the GPU path is not available: %s\n",
-                   me, reason);
+      TANDEM_ERROR(tools, "--device cuda: rank %d: the GPU path is not available: %s", me, reason);
     tandem_finalize();
     return 3;
   }

@@ -18,6 +18,7 @@
 #include <getopt.h>
 
 #include "tandem/tandem.h"
+#include "tool_log.h"
 #include "tandem-bench-device.h"  // --device cuda
 
 namespace {
@@ -33,7 +34,7 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* why) {
-  if (why) std::fprintf(stderr, "tandem-bench: %s\n", why);
+  if (why) TANDEM_ERROR(tools, "%s", why);
   std::fprintf(stderr,
                "usage: tandem-bench [-c COLL[,COLL..]|all] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]\n"
                "                    [-n ITERS] [-w WARMUP] [-C 0|1] [-s] [-i]\n"
@@ -119,7 +120,7 @@ void must(tandem_result_t rc, const char* what) {
   if (rc == TANDEM_SUCCESS) return;
   int rank = -1;
   tandem_rank(&rank);
-  std::fprintf(stderr, "tandem-bench: rank %d: %s failed: %s: %s\n", rank, what, tandem_result_name(rc),
+  TANDEM_ERROR(tools, "rank %d: %s failed: %s: %s", rank, what, tandem_result_name(rc),
                tandem_last_error());
   std::exit(3);
 }
@@ -239,6 +240,7 @@ bool check(const Case& c, const Options& o, void* send, void* recv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tandem::tools::start_log("tandem-bench")) return 2;
   // ---- device mode (GPU path): tandem-bench --device cuda [...]
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--device") != 0) continue;

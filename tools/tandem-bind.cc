@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tool_log.h"
 #include "errors.h"
 #include "format.h"
 #include "hwloc_loader.h"
@@ -101,6 +102,7 @@ void apply_gpus_per_task(Options& o, const tp::Topology& topology) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tandem::tools::start_log("tandem-bind")) return 2;
   try {
     Options o = parse(argc, argv);
     tp::LoadedTopology topology = o.topology.empty() ? tp::LoadedTopology::live()
@@ -111,10 +113,11 @@ int main(int argc, char** argv) {
     std::fputs(out.c_str(), stdout);
     return 0;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "tandem-bind: %s\n%s", e.what(), kUsage);
+    TANDEM_ERROR(tools, "%s", e.what());
+    std::fputs(kUsage, stderr);
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem-bind: %s\n", e.what());
+    TANDEM_ERROR(tools, "%s", e.what());
     return 1;
   }
 }

@@ -11,9 +11,20 @@
 // the other ranks get SIGTERM, then SIGKILL after a grace period, and
 // tandem-run exits with the first failing rank's status. See docs/bootstrap.md.
 //
+// With --elastic the job is elastic (docs/elastic.md), as under
+// srun --horovod=elastic: tandem-run runs the membership service instead of
+// the store, a failed rank does not stop the others, and the job succeeds
+// when the service saw no failure and some rank finished its work.
+// --ranks-per-node K gives ranks r node names "host<r/K>" (TANDEM_NODE_NAME),
+// so that one host plays several nodes (a failed rank's "node" is excluded).
+//
 // With --bind each rank gets the CPUs (and GPU, NIC environment) that
 // `srun --horovod=on` would give it on this node: the same planner
 // (plugin/planner, docs/binding.md), so that benchmarks run as jobs do.
+// With --node-per-rank every rank is its own simulated node
+// (TANDEM_NODE_NAME), so the engine connects them over TCP as it would
+// across machines: the scale harness (contrib/bench/scale.sh) runs hundreds
+// of "nodes" on one host this way.
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -30,12 +41,14 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tool_log.h"
 #include "apply.h"
 #include "bootstrap/identity.h"
 #include "hwloc_loader.h"
 #include "planner.h"
 #include "bootstrap/tcp_store_server.h"
 #include "common/errors.h"
+#include "elastic/service.h"
 
 namespace {
 
@@ -50,14 +63,18 @@ struct Options {
   std::string timeout_text;
   bool label = false;
   bool bind = false;
+  bool node_per_rank = false;
+  bool store_stats = false;
+  bool elastic = false;
+  int ranks_per_node = 0;  // 0: every rank on this host's own name
   std::vector<std::string> command;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "tandem-run: %s\n"
-               "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] COMMAND [ARGS...]\n",
-               msg.c_str());
+  TANDEM_ERROR(tools, "%s", msg.c_str());
+  std::fputs("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+             "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n",
+             stderr);
   std::exit(kUsageError);
 }
 
@@ -89,23 +106,47 @@ Options parse_args(int argc, char** argv) {
       o.label = true;
     } else if (a == "--bind") {
       o.bind = true;
+    } else if (a == "--node-per-rank") {
+      o.node_per_rank = true;
+    } else if (a == "--store-stats") {
+      o.store_stats = true;
+    } else if (a == "--elastic") {
+      o.elastic = true;
+    } else if (a == "--ranks-per-node") {
+      std::string v = value();
+      char* end = nullptr;
+      long k = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || k < 1 || k > 4096)
+        usage_error("--ranks-per-node expects a number in 1..4096, got '" + v + "'");
+      o.ranks_per_node = static_cast<int>(k);
     } else if (a == "--") {
       ++i;
       break;
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] COMMAND [ARGS...]\n"
+      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+                  "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n"
                   "Starts N ranks of COMMAND on this host, joined by Tandem's TCP rendezvous.\n"
                   "  -np N            number of ranks\n"
                   "  --timeout S      stop the job (exit 124) when it runs longer than S seconds\n"
                   "  --label, -l      prefix every output line with [rank]\n"
                   "  --bind           bind each rank as srun --horovod=on would on this node\n"
-                  "                   (CPUs, GPU, NIC; see tandem-bind --tasks N)\n");
+                  "                   (CPUs, GPU, NIC; see tandem-bind --tasks N)\n"
+                  "  --node-per-rank  every rank its own simulated node (TANDEM_NODE_NAME=\n"
+                  "                   <host>.rank<r>): ranks connect over TCP as across nodes\n"
+                  "  --store-stats    at the end, print the requests and bytes the rendezvous\n"
+                  "                   store served\n"
+                  "  --elastic        an elastic job (hvd.elastic): a failed rank does not stop\n"
+                  "                   the others (docs/elastic.md)\n"
+                  "  --ranks-per-node K  with --elastic: rank r plays node host<r/K>\n");
       std::exit(0);
     } else {
       usage_error("unknown option '" + a + "'");
     }
   }
   if (o.np == 0) usage_error("-np N is required");
+  if (o.ranks_per_node && !o.elastic) usage_error("--ranks-per-node needs --elastic");
+  if (o.ranks_per_node && o.node_per_rank)
+    usage_error("--node-per-rank and --ranks-per-node both name the ranks' nodes: give one");
   for (; i < argc; ++i) o.command.push_back(argv[i]);
   if (o.command.empty()) usage_error("no command to run");
   return o;
@@ -187,6 +228,7 @@ class Launcher {
   std::vector<Stream> streams_;
   int running_ = 0;
   int exit_code_ = 0;
+  int first_failure_ = 0;  // --elastic: the exit code of the first rank that failed
   bool stopping_ = false;
   Clock::time_point kill_at_;
   int sigfd_ = -1;
@@ -210,24 +252,49 @@ void Launcher::start_rank(int r, const std::string& addr, const std::string& tok
     dup2(out[1], 1);
     dup2(err[1], 2);
     const std::string n = std::to_string(o_.np), rs = std::to_string(r);
-    setenv("TANDEM_RENDEZVOUS_ADDR", addr.c_str(), 1);
-    setenv("TANDEM_RENDEZVOUS_TOKEN", token.c_str(), 1);
-    setenv("TANDEM_RENDEZVOUS_SERVE", "external", 1);
-    setenv("TANDEM_RANK", rs.c_str(), 1);
-    setenv("TANDEM_SIZE", n.c_str(), 1);
+    if (o_.elastic) {
+      setenv("TANDEM_ELASTIC_ADDR", addr.c_str(), 1);
+      setenv("TANDEM_ELASTIC_TOKEN", token.c_str(), 1);
+      setenv("HOROVOD_ELASTIC", "1", 1);  // Horovod's marker of an elastic worker
+      setenv("TANDEM_ELASTIC_ORDER", rs.c_str(), 1);  // generation 0's ranks are ours
+      std::string node = "localhost";
+      if (o_.ranks_per_node) {
+        node = "host" + std::to_string(r / o_.ranks_per_node);
+        setenv("TANDEM_NODE_NAME", node.c_str(), 1);
+      }
+      const std::string label = node + "[" + std::to_string(o_.ranks_per_node ? r % o_.ranks_per_node : r) + "]";
+      setenv("TANDEM_ELASTIC_LABEL", label.c_str(), 1);
+    } else {
+      setenv("TANDEM_RENDEZVOUS_ADDR", addr.c_str(), 1);
+      setenv("TANDEM_RENDEZVOUS_TOKEN", token.c_str(), 1);
+      setenv("TANDEM_RENDEZVOUS_SERVE", "external", 1);
+      setenv("TANDEM_RANK", rs.c_str(), 1);
+      setenv("TANDEM_SIZE", n.c_str(), 1);
+    }
     // The same identity variables the Slurm plugin exports: one host.
     setenv("HOROVOD_RANK", rs.c_str(), 1);
     setenv("HOROVOD_SIZE", n.c_str(), 1);
     setenv("HOROVOD_LOCAL_RANK", rs.c_str(), 1);
     setenv("HOROVOD_LOCAL_SIZE", n.c_str(), 1);
-    setenv("HOROVOD_CROSS_RANK", "0", 1);
-    setenv("HOROVOD_CROSS_SIZE", "1", 1);
+    if (o_.node_per_rank) {
+      // One node per rank: the engine derives the layout from the names.
+      char host[256] = "host";
+      gethostname(host, sizeof host - 1);
+      setenv("TANDEM_NODE_NAME", (std::string(host) + ".rank" + rs).c_str(), 1);
+      setenv("HOROVOD_LOCAL_RANK", "0", 1);
+      setenv("HOROVOD_LOCAL_SIZE", "1", 1);
+      setenv("HOROVOD_CROSS_RANK", rs.c_str(), 1);
+      setenv("HOROVOD_CROSS_SIZE", n.c_str(), 1);
+    } else {
+      setenv("HOROVOD_CROSS_RANK", "0", 1);
+      setenv("HOROVOD_CROSS_SIZE", "1", 1);
+    }
     if (topology_) {
       const tandem::planner::TaskPlan& task = plan_.tasks[static_cast<size_t>(r)];
       try {
         tandem::planner::apply_binding(*topology_, task);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "tandem-run: rank %d: --bind failed: %s\n", r, e.what());
+        TANDEM_ERROR(tools, "rank %d: --bind failed: %s", r, e.what());
         _exit(126);
       }
       for (const tandem::planner::EnvVar& var : task.env)
@@ -263,7 +330,7 @@ void Launcher::signal_all(int sig) {
 
 void Launcher::stop_job(const std::string& why, int code) {
   if (stopping_) return;
-  std::fprintf(stderr, "tandem-run: %s; stopping the job\n", why.c_str());
+  TANDEM_ERROR(tools, "%s; stopping the job", why.c_str());
   stopping_ = true;
   exit_code_ = code;
   signal_all(SIGTERM);
@@ -279,6 +346,12 @@ void Launcher::reap() {
       ranks_[r].running = false;
       --running_;
       bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+      if (failed && o_.elastic) {
+        // The job goes on without it; the membership service decides.
+        TANDEM_WARN(tools, "rank %zu %s", r, describe(status).c_str());
+        if (first_failure_ == 0) first_failure_ = exit_code_of(status);
+        continue;
+      }
       if (failed && !stopping_) stop_job("rank " + std::to_string(r) + " " + describe(status), exit_code_of(status));
     }
   }
@@ -336,8 +409,20 @@ int Launcher::run() {
     plan_ = tp::plan_node(topology_->model(), request);
   }
   const std::string token = tandem::random_job_id("tok") + tandem::random_job_id("en");
-  tandem::TcpStoreServer store(token, 0);
-  const std::string addr = "127.0.0.1:" + std::to_string(store.port());
+  std::unique_ptr<tandem::TcpStoreServer> store;
+  std::unique_ptr<tandem::elastic::MembershipService> service;
+  uint16_t port = 0;
+  if (o_.elastic) {
+    tandem::elastic::ServiceSettings settings = tandem::elastic::ServiceSettings::from_environment();
+    settings.token = token;
+    settings.expected = o_.np;
+    service = std::make_unique<tandem::elastic::MembershipService>(std::move(settings));
+    port = service->port();
+  } else {
+    store = std::make_unique<tandem::TcpStoreServer>(token, 0);
+    port = store->port();
+  }
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
   for (int r = 0; r < o_.np && !stopping_; ++r) start_rank(r, addr, token, old);
 
   const auto job_deadline = o_.timeout_s > 0
@@ -363,17 +448,40 @@ int Launcher::run() {
   while (streams_open() && Clock::now() < drain_until) pump(tandem::ms_left(drain_until));
   for (auto& s : streams_)
     if (s.fd >= 0) { emit(s, o_.label, true); close(s.fd); }
+  if (o_.store_stats && store) {  // an elastic job has no store
+    const auto t = store->traffic();
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "rendezvous store served %llu requests, %llu bytes in, %llu bytes out, %.3f s "
+                  "of CPU",
+                  static_cast<unsigned long long>(t.requests),
+                  static_cast<unsigned long long>(t.bytes_in),
+                  static_cast<unsigned long long>(t.bytes_out), t.cpu_ns / 1e9);
+    TANDEM_LOG_ALWAYS(kInfo, tools, line);  // asked for with --store-stats
+  }
+  if (service && exit_code_ == 0) {
+    const auto sum = service->summary();
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "elastic job: %u generation%s, the last of %d ranks; %d processes finished, %d "
+                  "lost, %d removed%s%s",
+                  sum.generations, sum.generations == 1 ? "" : "s", sum.size, sum.done, sum.lost, sum.removed,
+                  sum.failure.empty() ? "" : "; failed: ", sum.failure.c_str());
+    TANDEM_LOG_ALWAYS(kInfo, elastic, line);  // the job's outcome, as srun's plugin gives it
+    if (!sum.failure.empty() || sum.done == 0) return first_failure_ ? first_failure_ : 1;
+  }
   return exit_code_;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tandem::tools::start_log("tandem-run")) return kUsageError;
   Options o = parse_args(argc, argv);
   try {
     return Launcher(std::move(o)).run();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem-run: %s\n", e.what());
+    TANDEM_ERROR(tools, "%s", e.what());
     return 1;
   }
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tandem/tandem.h"
+#include "tool_log.h"
 
 namespace {
 
@@ -29,7 +30,7 @@ size_t parse_size(const char* s) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
   if (end == s) {
-    std::fprintf(stderr, "tandem-step-bench: '%s' is not a size (e.g. 16K, 4M)\n", s);
+    TANDEM_ERROR(tools, "'%s' is not a size (e.g. 16K, 4M)", s);
     std::exit(2);
   }
   switch (*end) {
@@ -50,13 +51,14 @@ double cpu_seconds() {
 }
 
 void fail(const char* what) {
-  std::fprintf(stderr, "tandem-step-bench: %s: %s\n", what, tandem_last_error());
+  TANDEM_ERROR(tools, "%s: %s", what, tandem_last_error());
   std::exit(1);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tandem::tools::start_log("tandem-step-bench")) return 2;
   int small = 100, large = 10, steps = 30, warmup = 5;
   double idle = 0;
   size_t small_bytes = 16 << 10, large_bytes = 4 << 20;
@@ -77,7 +79,7 @@ int main(int argc, char** argv) {
     }
   }
   if (small < 0 || large < 0 || steps < 1 || warmup < 0 || small + large < 1) {
-    std::fprintf(stderr, "tandem-step-bench: counts must be >= 0, steps >= 1\n");
+    TANDEM_ERROR(tools, "counts must be >= 0, steps >= 1");
     return 2;
   }
   if (tandem_init() != TANDEM_SUCCESS) fail("tandem_init");

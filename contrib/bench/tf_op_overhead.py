@@ -18,11 +18,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import horovod.tensorflow as hvd  # noqa: E402
-from tandem import _arrays  # noqa: E402
+import horovod.tensorflow as hvd
+from tandem import _arrays
 
 
 def median_us(fn, reps):

@@ -19,6 +19,9 @@ start.sh only:
   --gpus G           fake GPUs per node, character devices (default 4)
   --plugin-arg K=V   extra plugstack.conf argument for tandem_spank.so (repeatable;
                      env TANDEM_PLUGIN_ARGS, space separated)
+  --plugstack FILE   use FILE as Slurm's PlugStackConfig instead of a line for the
+                     build tree's plugin (e.g. /etc/slurm/plugstack.conf: what a
+                     package installed); no build tree is needed then
   --timeout S        seconds to wait for every node to be idle (default 30)
 EOF
 }
@@ -28,7 +31,7 @@ cluster_parse_args() {
   build=${BUILD:-$root/build}
   name=${TANDEM_CLUSTER_NAME:-}
   dir=${TANDEM_CLUSTER_DIR:-}
-  nodes=3 cpus=8 gpus=4 wait_s=30
+  nodes=3 cpus=8 gpus=4 wait_s=30 plugstack=""
   # shellcheck disable=SC2206
   plugin_args=(${TANDEM_PLUGIN_ARGS:-})
   while [ $# -gt 0 ]; do
@@ -40,6 +43,7 @@ cluster_parse_args() {
       --cpus) cpus=$2; shift 2 ;;
       --gpus) gpus=$2; shift 2 ;;
       --plugin-arg) plugin_args+=("$2"); shift 2 ;;
+      --plugstack) plugstack=$2; shift 2 ;;
       --timeout) wait_s=$2; shift 2 ;;
       -h|--help) cluster_usage; exit 0 ;;
       *) echo "$(basename "$0"): unknown argument '$1'" >&2; cluster_usage >&2; exit 2 ;;

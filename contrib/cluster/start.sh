@@ -19,9 +19,21 @@ me=start.sh
 [ "$(id -u)" -eq 0 ] || { echo "$me: needs root (network namespaces, mknod)" >&2; exit 1; }
 plugin=$build/plugin/tandem_spank.so
 engine=$build/engine/libtandem.so
-for f in "$plugin" "$engine"; do
-  [ -f "$f" ] || { echo "$me: $f not found: build first (ninja -C $build)" >&2; exit 1; }
-done
+if [ -n "$plugstack" ]; then
+  # An installed Tandem (a package): Slurm reads that plugstack file as a
+  # site's would, and nothing of a build tree is named anywhere.
+  [ -f "$plugstack" ] || { echo "$me: --plugstack $plugstack: no such file" >&2; exit 1; }
+  if [ ${#plugin_args[@]} -gt 0 ]; then
+    echo "$me: --plugin-arg cannot be added to --plugstack $plugstack: edit that file" >&2
+    exit 2
+  fi
+  plugstack_conf=$(realpath "$plugstack")
+else
+  plugstack_conf=$dir/plugstack.conf
+  for f in "$plugin" "$engine"; do
+    [ -f "$f" ] || { echo "$me: $f not found: build first (ninja -C $build)" >&2; exit 1; }
+  done
+fi
 if [ -e "$dir" ] || [ -n "$(cluster_namespaces)" ] || [ -n "$(cluster_bridges)" ]; then
   echo "$me: instance '$name' already exists (state $dir, or its namespaces/bridge):" \
        "run contrib/cluster/stop.sh --name $name --dir $dir first" >&2
@@ -73,6 +85,7 @@ NODES=$nodes
 CPUS=$cpus
 GPUS=$gpus
 BUILD=$build
+PLUGSTACK=$plugstack_conf
 EOF
 
 for n in $(seq 1 "$nodes"); do
@@ -103,7 +116,7 @@ fi
 python_arg=()
 if [ -d "$build/python/tandem" ]; then python_arg=("python=$build/python")
 elif [ -d "$root/python" ]; then python_arg=("python=$root/python"); fi
-echo "required $plugin engine=$engine ${python_arg[*]} ${plugin_args[*]}" >"$dir/plugstack.conf"
+[ -n "$plugstack" ] || echo "required $plugin engine=$engine ${python_arg[*]} ${plugin_args[*]}" >"$plugstack_conf"
 
 {
   echo "AutoDetect=off"
@@ -139,7 +152,7 @@ SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 GresTypes=gpu
-PlugStackConfig=$dir/plugstack.conf
+PlugStackConfig=$plugstack_conf
 ReturnToService=2
 SlurmctldTimeout=30
 SlurmdTimeout=60

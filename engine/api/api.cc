@@ -1,7 +1,8 @@
-// The C API of include/tandem/tandem.h over one process-wide Communicator.
-// The only global state of the engine lives here: the current Engine
-// (Communicator + worker thread), swapped under a mutex by init/finalize and
-// held by a shared_ptr for the duration of every call.
+// The C API of include/tandem/tandem.h over one process-wide Communicator:
+// init, finalize, identity and the direct collectives. The C API's state
+// (the Engine: Communicator + worker thread, and the runtime) lives in
+// api/state.h, swapped under its mutex by init/finalize and held by a
+// shared_ptr for the duration of every call.
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -11,9 +12,12 @@
 #include "api/guard.h"
 #include "api/join.h"
 #include "api/runtime_api.h"
+#include "api/state.h"
 #include "api/worker.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/errors.h"
+#include "common/log.h"
+#include "common/settings.h"
 #include "communicator/communicator.h"
 #include "tandem/tandem.h"
 
@@ -28,19 +32,13 @@ struct tandem_request_s {
 namespace tandem {
 namespace {
 
-struct Engine {
-  std::unique_ptr<Communicator> comm;
-  std::unique_ptr<Worker> worker;  // destroyed first: drains before comm goes
-  ~Engine() { worker.reset(); }
-};
-
-std::mutex engine_mu;
-std::shared_ptr<Engine> engine;
+using api::Engine;
+using api::state;
 
 std::shared_ptr<Engine> current() {
-  std::lock_guard<std::mutex> lock(engine_mu);
-  if (!engine) throw NotInitializedError("tandem is not initialized: call tandem_init() first (and check its result)");
-  return engine;
+  std::lock_guard<std::mutex> lock(state.mu);
+  if (!state.engine) throw NotInitializedError("tandem is not initialized: call tandem_init() first (and check its result)");
+  return state.engine;
 }
 
 // Blocking collective: on this thread, after earlier nonblocking ones.
@@ -75,6 +73,16 @@ tandem_result_t nonblocking(tandem_request_t* out, Check&& check, F&& body) noex
   });
 }
 
+// TANDEM_INFO: what this process runs with that is not the default.
+void log_settings() {
+  if (!TANDEM_LOG_ENABLED(kInfo, api)) return;
+  std::string text;
+  for (const std::string& s : settings_differing_from_defaults())
+    text += (text.empty() ? "" : ", ") + s;
+  TANDEM_INFO(api, "tandem %s initialized; settings that differ from their defaults: %s",
+              tandem_version(), text.empty() ? "none" : text.c_str());
+}
+
 template <typename T>
 tandem_result_t identity_query(T* out, int Identity::*field) noexcept {
   return guarded([&] {
@@ -107,15 +115,18 @@ TANDEM_API size_t tandem_dtype_size(int dtype) { return tandem::dtype_size(dtype
 
 TANDEM_API tandem_result_t tandem_init(void) {
   return guarded([] {
-    std::lock_guard<std::mutex> lock(engine_mu);
-    if (engine) return;
+    std::lock_guard<std::mutex> lock(state.mu);
+    if (state.engine) return;
+    log::configure_from_environment();  // a bad TANDEM_LOG fails init, naming it
     auto e = std::make_shared<Engine>();
-    e->comm = join_job();
-    e->worker = std::make_unique<Worker>();
     // The runtime (named tensors) starts with the engine, so that every
     // tandem_enqueue_* works after tandem_init under any launcher.
-    api::start_runtime(*e->comm);
-    engine = std::move(e);
+    std::unique_ptr<runtime::Runtime> rt;
+    e->comm = join_job([&rt](Communicator& c) { rt = api::make_runtime(c); });
+    e->worker = std::make_unique<Worker>();
+    state.runtime = std::move(rt);
+    state.engine = std::move(e);
+    log_settings();
   });
 }
 
@@ -123,8 +134,8 @@ TANDEM_API tandem_result_t tandem_finalize(void) {
   return guarded([] {
     std::shared_ptr<Engine> e;
     {
-      std::lock_guard<std::mutex> lock(engine_mu);
-      e.swap(engine);
+      std::lock_guard<std::mutex> lock(state.mu);
+      e.swap(state.engine);
     }
     // The runtime first: its last round tells the other ranks to stop, and
     // its Communicators go before the engine's.
@@ -134,8 +145,8 @@ TANDEM_API tandem_result_t tandem_finalize(void) {
 }
 
 TANDEM_API int tandem_is_initialized(void) {
-  std::lock_guard<std::mutex> lock(engine_mu);
-  return engine ? 1 : 0;
+  std::lock_guard<std::mutex> lock(state.mu);
+  return state.engine ? 1 : 0;
 }
 
 TANDEM_API tandem_result_t tandem_rank(int* v) { return identity_query(v, &Identity::rank); }

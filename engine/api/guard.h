@@ -11,16 +11,11 @@
 
 namespace tandem {
 
-// Only the C API knows "not initialized"; it maps to TANDEM_ERR_NOT_INITIALIZED.
-class NotInitializedError : public Error {
- public:
-  using Error::Error;
-};
-
 void set_last_error(const std::string& message);
 void clear_last_error();
 const char* last_error_cstr();
-// Maps an exception to its result code and records its message.
+// Maps an exception to its result code (the one table, common/errors.h)
+// and records its message.
 tandem_result_t record(const std::exception_ptr& e);
 
 template <typename F>

@@ -10,15 +10,13 @@
 #include "api/device_stream.h"
 #include "api/guard.h"
 #include "api/join.h"
+#include "api/state.h"
 #include "runtime/communicator_data_path.h"
 #include "runtime/gpu_data_path.h"
 #include "common/errors.h"
 
 namespace tandem::api {
 namespace {
-
-std::mutex slot_mu;
-std::shared_ptr<runtime::Runtime> slot;
 
 constexpr const char* kNotInitialized =
     "the tandem runtime is not running: call tandem_init() first (and not after "
@@ -29,8 +27,8 @@ template <typename F>
 tandem_result_t with_runtime(F&& body) noexcept {
   std::shared_ptr<runtime::Runtime> rt;
   {
-    std::lock_guard<std::mutex> lock(slot_mu);
-    rt = slot;
+    std::lock_guard<std::mutex> lock(state.mu);
+    rt = state.runtime;
   }
   if (!rt) {
     set_last_error(kNotInitialized);
@@ -82,27 +80,27 @@ tandem_result_t enqueue(const tandem_tensor_t* tensors, int count, const runtime
 }  // namespace
 
 void install_runtime(std::unique_ptr<runtime::Runtime> rt) {
-  std::lock_guard<std::mutex> lock(slot_mu);
-  slot = std::move(rt);
+  std::lock_guard<std::mutex> lock(state.mu);
+  state.runtime = std::move(rt);
 }
 
-void start_runtime(Communicator& world) {
+std::unique_ptr<runtime::Runtime> make_runtime(Communicator& world) {
   runtime::Settings settings = runtime::Settings::from_environment();
   const CommunicatorOptions options = CommunicatorOptions::from_environment();
   auto factory = std::make_unique<runtime::CommunicatorDataPathFactory>(
       world.bootstrap(), job_transport(), options, settings.fusion_threshold_bytes,
-      settings.wake_relay);
+      settings.wake_relay, job_round_relay());
   const Identity& id = world.identity();
-  install_runtime(std::make_unique<runtime::Runtime>(
-      id.rank, id.size, std::move(factory), std::move(settings), nullptr,
-      runtime::make_gpu_data_path(id, options.timeout)));
+  return std::make_unique<runtime::Runtime>(id.rank, id.size, std::move(factory),
+                                            std::move(settings), nullptr,
+                                            runtime::make_gpu_data_path(id, options.timeout));
 }
 
 void uninstall_runtime() {
   std::shared_ptr<runtime::Runtime> rt;
   {
-    std::lock_guard<std::mutex> lock(slot_mu);
-    rt.swap(slot);
+    std::lock_guard<std::mutex> lock(state.mu);
+    rt.swap(state.runtime);
   }
   if (rt) rt->stop();
   // C calls in flight hold their own reference and end soon (a wait in

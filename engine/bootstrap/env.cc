@@ -2,9 +2,11 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "common/errors.h"
+#include "common/settings.h"
 
 namespace tandem {
 namespace env {
@@ -39,7 +41,13 @@ std::chrono::milliseconds get_seconds(const char* name, std::chrono::millisecond
     throw BootstrapError(std::string(name) + "='" + *v +
                          "' is not a number of seconds in (0, 86400] (e.g. 30 or 2.5): "
                          "fix or unset it");
-  return std::chrono::milliseconds(static_cast<long long>(std::ceil(s * 1000)));
+  const auto ms = std::chrono::milliseconds(static_cast<long long>(std::ceil(s * 1000)));
+  if (ms != fallback) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", fallback.count() / 1000.0);
+    note_setting(name, *v, text);
+  }
+  return ms;
 }
 
 }  // namespace env

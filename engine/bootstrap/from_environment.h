@@ -5,11 +5,17 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "bootstrap/bootstrap.h"
 
 namespace tandem {
 
 std::unique_ptr<Bootstrap> bootstrap_from_environment();
+
+// Why the last bootstrap_from_environment() in this process did not use the
+// PMIx its launcher offered (no loadable libpmix, no server reachable), or
+// empty: it used PMIx, or was not offered any.
+std::string& pmix_unusable_reason();
 
 }  // namespace tandem

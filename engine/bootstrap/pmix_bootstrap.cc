@@ -5,19 +5,20 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <sys/stat.h>
 #include <unistd.h>
-#include <pmix.h>
 #include <set>
 #include <string>
 
 #include "bootstrap/identity.h"
+#include "bootstrap/pmix_api.h"
 #include "common/errors.h"
 
 namespace tandem {
 
 namespace {
 
-std::string pmix_text(pmix_status_t rc) { return PMIx_Error_string(rc); }
+std::string pmix_text(pmix_status_t rc) { return pmix_api().Error_string(rc); }
 
 // PMIX_TIMEOUT counts whole seconds; 0 would mean "wait forever", so a
 // sub-second timeout rounds up to 1 s.
@@ -38,8 +39,12 @@ int timeout_seconds(std::chrono::milliseconds t) {
   throw BootstrapError(msg);
 }
 
+// PMIX_VALUE_RELEASE, through the opened library.
 struct ValueDeleter {
-  void operator()(pmix_value_t* v) const { PMIX_VALUE_RELEASE(v); }
+  void operator()(pmix_value_t* v) const {
+    pmix_api().Value_destruct(v);
+    free(v);
+  }
 };
 using ValuePtr = std::unique_ptr<pmix_value_t, ValueDeleter>;
 
@@ -57,9 +62,16 @@ class Session {
     std::lock_guard<std::mutex> lock(mu());
     State& s = state();
     if (!s.initialized) {
-      pmix_status_t rc = PMIx_Init(&s.me, nullptr, 0);
+      // A container that does not see slurmd's spool: PMIx_Init would fail
+      // after printing its own errors about the missing data store.
+      const char* dir = std::getenv("PMIX_SERVER_TMPDIR");
+      struct stat st {};
+      if (dir != nullptr && *dir != '\0' && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        throw PmixInitError(std::string("the PMIx server's directory ") + dir +
+                            " (PMIX_SERVER_TMPDIR) is not visible here");
+      pmix_status_t rc = pmix_api().Init(&s.me, nullptr, 0);
       if (rc != PMIX_SUCCESS)
-        throw BootstrapError("PMIx_Init failed: " + pmix_text(rc) +
+        throw PmixInitError("PMIx_Init failed: " + pmix_text(rc) +
                              ": no PMIx server answered (start the job with srun --mpi=pmix or "
                              "mpirun; without a PMIx launcher set TANDEM_BOOTSTRAP=tcp or single)");
       s.initialized = true;
@@ -104,7 +116,7 @@ class Session {
     std::lock_guard<std::mutex> lock(mu());
     State& s = state();
     if (s.initialized && s.live == 0 && s.pid == getpid()) {
-      PMIx_Finalize(nullptr, 0);
+      pmix_api().Finalize(nullptr, 0);
       s.initialized = false;
     }
   }
@@ -157,10 +169,10 @@ ValuePtr PmixBootstrap::get(pmix_rank_t rank, const char* key, std::chrono::mill
   pmix_info_t info[2];
   int secs = timeout_seconds(timeout);
   bool yes = true;
-  PMIx_Info_load(&info[0], PMIX_TIMEOUT, &secs, PMIX_INT);
-  PMIx_Info_load(&info[1], PMIX_OPTIONAL, &yes, PMIX_BOOL);
+  pmix_api().Info_load(&info[0], PMIX_TIMEOUT, &secs, PMIX_INT);
+  pmix_api().Info_load(&info[1], PMIX_OPTIONAL, &yes, PMIX_BOOL);
   pmix_value_t* v = nullptr;
-  pmix_status_t rc = PMIx_Get(&proc, key, info, optional ? 2 : 1, &v);
+  pmix_status_t rc = pmix_api().Get(&proc, key, info, optional ? 2 : 1, &v);
   if (rc != PMIX_SUCCESS) {
     if (optional) return nullptr;
     throw_pmix("PMIx_Get " + std::string(key) + " of rank " +
@@ -179,9 +191,9 @@ void PmixBootstrap::fence(bool collect, std::chrono::milliseconds timeout, const
   PMIX_PROC_LOAD(&all, session_.me().nspace, PMIX_RANK_WILDCARD);
   pmix_info_t info[2];
   int secs = timeout_seconds(timeout);
-  PMIx_Info_load(&info[0], PMIX_TIMEOUT, &secs, PMIX_INT);
-  PMIx_Info_load(&info[1], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-  pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
+  pmix_api().Info_load(&info[0], PMIX_TIMEOUT, &secs, PMIX_INT);
+  pmix_api().Info_load(&info[1], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+  pmix_status_t rc = pmix_api().Fence(&all, 1, info, 2);
   if (rc != PMIX_SUCCESS) throw_pmix(what + " (PMIx_Fence)", rc, timeout);
 }
 
@@ -252,9 +264,9 @@ std::vector<Bytes> PmixBootstrap::allgather(const Bytes& mine, std::chrono::mill
   v.type = PMIX_BYTE_OBJECT;
   v.data.bo.bytes = reinterpret_cast<char*>(framed.data());
   v.data.bo.size = framed.size();
-  pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key.c_str(), &v);  // copies the value
+  pmix_status_t rc = pmix_api().Put(PMIX_GLOBAL, key.c_str(), &v);  // copies the value
   if (rc != PMIX_SUCCESS) throw_pmix("bootstrap allgather: PMIx_Put " + key, rc, timeout);
-  rc = PMIx_Commit();
+  rc = pmix_api().Commit();
   if (rc != PMIX_SUCCESS) throw_pmix("bootstrap allgather: PMIx_Commit", rc, timeout);
   fence(true, timeout, "bootstrap allgather");
   std::vector<Bytes> out(identity_.size);

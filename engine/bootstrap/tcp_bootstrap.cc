@@ -8,6 +8,7 @@
 #include "bootstrap/tcp_store_client.h"
 #include "bootstrap/tcp_store_server.h"
 #include "common/errors.h"
+#include "common/log.h"
 
 namespace tandem {
 
@@ -37,6 +38,24 @@ std::shared_ptr<TcpStoreServer> hosted_store(const std::string& token, uint16_t 
   return store;
 }
 
+// Once per job, from rank 0: the job runs, but slower than it could.
+void warn_split_nodes(const std::vector<std::string>& keys) {
+  std::map<std::string, std::pair<int, std::string>> first;  // node name -> (rank, domain)
+  for (int r = 0; r < static_cast<int>(keys.size()); ++r) {
+    const auto tab = keys[r].find('\t');
+    const std::string name = keys[r].substr(0, tab);
+    const std::string domain = tab == std::string::npos ? "" : keys[r].substr(tab + 1);
+    auto it = first.emplace(name, std::make_pair(r, domain)).first;
+    if (it->second.second == domain) continue;
+    TANDEM_WARN(bootstrap,
+                "ranks %d and %d run on node %s but share no /dev/shm or PID namespace "
+                "(%s vs %s): they exchange data over TCP instead of shared memory. Give the "
+                "containers the host's /dev/shm and PID namespace for speed (docs/containers.md)",
+                it->second.first, r, name.c_str(), it->second.second.c_str(), domain.c_str());
+    return;
+  }
+}
+
 }  // namespace
 
 TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
@@ -54,8 +73,9 @@ TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
                                              options_.size, deadline);
   session_ = client_->session();
   prefix_ = "s" + std::to_string(session_) + "/";
-  // Identity exchange: "<node name>\n<job id proposal>"; rank 0's job id wins.
-  std::string mine = options_.node_name + "\n" +
+  // Identity exchange: "<node name>\t<node domain>\n<job id proposal>";
+  // rank 0's job id wins.
+  std::string mine = options_.node_name + "\t" + options_.node_domain + "\n" +
                      (options_.job_id.empty() && options_.rank == 0 ? random_job_id("tcp")
                                                                     : options_.job_id);
   identity_.rank = options_.rank;
@@ -69,6 +89,9 @@ TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
     nodes.push_back(s.substr(0, nl));
     if (r == 0) job_id = s.substr(nl + 1);
   }
+  // Ranks of one node that share no /dev/shm or PID namespace (containers
+  // that each got their own) count as nodes of their own and talk over TCP.
+  if (options_.rank == 0) warn_split_nodes(nodes);
   identity_ = identity_from_nodes(options_.rank, nodes, job_id);
 }
 
@@ -77,10 +100,10 @@ TcpBootstrap::~TcpBootstrap() {
   // The store stays up (hosted_store) but this process may exit next: wait
   // until the session's other ranks are done with it.
   if (server_ && !server_->wait_until_session_left(session_, Clock::now() + options_.timeout))
-    std::fprintf(stderr,
-                 "tandem: rank 0 leaves while ranks of its session are still connected to the "
-                 "rendezvous store it hosts after %lld ms\n",
-                 static_cast<long long>(options_.timeout.count()));
+    TANDEM_WARN(bootstrap,
+                "rank 0 leaves while ranks of its session are still connected to the "
+                "rendezvous store it hosts after %lld ms",
+                static_cast<long long>(options_.timeout.count()));
 }
 
 // Lists the ranks whose key under prefix is not set (looking, not waiting).
@@ -101,17 +124,17 @@ std::vector<Bytes> TcpBootstrap::allgather(const Bytes& mine, std::chrono::milli
   const std::string my_key = prefix + std::to_string(identity_.rank);
   auto earlier_keys = std::move(own_keys_);
   own_keys_ = {my_key};
-  std::vector<Bytes> out(options_.size);
+  std::vector<Bytes> out;
   try {
     client_->set(my_key, mine, deadline);
-    for (int r = 0; r < options_.size; ++r) {
-      auto v = client_->get(prefix + std::to_string(r), deadline);
-      if (!v)
-        throw TimeoutError("bootstrap allgather: " + missing_ranks(prefix) +
-                           " did not arrive within " + ms_text(timeout) +
-                           " (stopped, still starting, or never launched?)");
-      out[r] = std::move(*v);
-    }
+    // One request for every rank's value: one server thread answers N of
+    // them per allgather instead of N*N GETs.
+    auto all = client_->gather(prefix, options_.size, deadline);
+    if (!all)
+      throw TimeoutError("bootstrap allgather: " + missing_ranks(prefix) +
+                         " did not arrive within " + ms_text(timeout) +
+                         " (stopped, still starting, or never launched?)");
+    out = std::move(*all);
   } catch (const PeerLostError& e) {
     throw PeerLostError(std::string("bootstrap allgather: ") + e.what());
   }

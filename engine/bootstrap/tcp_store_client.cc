@@ -111,6 +111,33 @@ std::optional<Bytes> TcpStoreClient::get(const std::string& key, Deadline deadli
   }
 }
 
+std::optional<std::vector<Bytes>> TcpStoreClient::gather(const std::string& prefix, int count,
+                                                         Deadline deadline) {
+  store::Writer w(static_cast<uint8_t>(store::Op::kGather));
+  w.str(prefix).u32(static_cast<uint32_t>(count)).u64(static_cast<uint64_t>(ms_left(deadline)));
+  send_frame(w.frame(), deadline);
+  Bytes reply = recv_frame(deadline);
+  store::Reader r(reply.data(), reply.size());
+  switch (static_cast<store::Reply>(r.u8())) {
+    case store::Reply::kValues: {
+      if (r.u32() != static_cast<uint32_t>(count)) store_lost("a VALUES answer of another size");
+      std::vector<Bytes> values(static_cast<size_t>(count));
+      for (auto& v : values) v = r.bytes();
+      if (!r.done()) store_lost("malformed VALUES");
+      return values;
+    }
+    case store::Reply::kMissing:
+      return std::nullopt;
+    case store::Reply::kLost: {
+      uint32_t rank = r.u32();
+      throw PeerLostError("rank " + std::to_string(rank) + " dropped its connection to " + name_ +
+                          " without leaving the job: the process exited or was killed");
+    }
+    default:
+      store_lost("unexpected answer to GATHER");
+  }
+}
+
 void TcpStoreClient::del(const std::string& key) {
   store::Writer w(static_cast<uint8_t>(store::Op::kDel));
   w.str(key);

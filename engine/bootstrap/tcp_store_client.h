@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/socket.h"
@@ -27,6 +28,11 @@ class TcpStoreClient {
   // deadline just looks). Throws PeerLostError naming the rank when the store
   // has seen a rank drop out, BootstrapError when the store itself is gone.
   std::optional<Bytes> get(const std::string& key, Deadline deadline);
+  // The values of prefix+"0" ... prefix+"<count-1>" in one request, once all
+  // are set; nullopt when one is still missing at the deadline. Throws like
+  // get().
+  std::optional<std::vector<Bytes>> gather(const std::string& prefix, int count,
+                                           Deadline deadline);
   // Forgets a key (no reply awaited).
   void del(const std::string& key);
 

@@ -4,17 +4,21 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <list>
 #include <map>
+#include <unordered_map>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
 #include "bootstrap/store_protocol.h"
 #include "common/errors.h"
+#include "common/log.h"
 
 namespace tandem {
 
@@ -67,7 +71,16 @@ struct Conn {
   bool waiting = false;
   std::string wait_key;
   Deadline wait_deadline;
+  // A pending GATHER (waiting is set too): wait_key is the prefix.
+  bool gathering = false;
+  uint32_t gather_count = 0;
 };
+
+// "s0/ag/3/" for "s0/ag/3/17": what GATHER waits on.
+std::string prefix_of(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  return slash == std::string::npos ? std::string() : key.substr(0, slash + 1);
+}
 
 }  // namespace
 
@@ -76,6 +89,11 @@ struct TcpStoreServer::Impl {
   TcpStoreServer* srv;
   std::list<Conn> conns;
   std::map<std::string, Bytes> kv;
+  // GATHER's bookkeeping: keys set under each prefix, and the connections
+  // waiting on one, so that a SET costs a counter and not a look at every
+  // connection (an allgather of N ranks: N SETs, N waiting GATHERs).
+  std::unordered_map<std::string, size_t> present;
+  std::unordered_map<std::string, std::list<Conn*>> gathering;
   int job_size = -1;
   int lost_rank = -1;  // first rank that dropped its connection without BYE
   std::map<int, uint32_t> joins;  // HELLOs accepted per rank
@@ -94,8 +112,58 @@ struct TcpStoreServer::Impl {
         if (k[i] < '0' || k[i] > '9' || session > UINT32_MAX / 10 - 1) numbered = false;
         else session = session * 10 + static_cast<uint32_t>(k[i] - '0');
       }
-      it = numbered && session < oldest ? kv.erase(it) : std::next(it);
+      it = numbered && session < oldest ? erase_key(it) : std::next(it);
     }
+  }
+
+  std::map<std::string, Bytes>::iterator erase_key(std::map<std::string, Bytes>::iterator it) {
+    auto p = present.find(prefix_of(it->first));
+    if (p != present.end() && --p->second == 0) present.erase(p);
+    return kv.erase(it);
+  }
+
+  // Answers c's GATHER if every key is there; false while one is missing.
+  bool try_gather(Conn& c) {
+    auto p = present.find(c.wait_key);
+    if (p == present.end() || p->second < c.gather_count) return false;
+    store::Writer w(static_cast<uint8_t>(store::Reply::kValues));
+    w.u32(c.gather_count);
+    for (uint32_t i = 0; i < c.gather_count; ++i) {
+      auto it = kv.find(c.wait_key + std::to_string(i));
+      if (it == kv.end()) return false;  // other keys under the prefix: not yet
+      w.bytes(it->second.data(), it->second.size());
+    }
+    c.waiting = c.gathering = false;
+    queue(c, w);
+    return true;
+  }
+
+  void stop_gathering(Conn& c) {
+    if (!c.gathering) return;
+    c.gathering = false;
+    auto g = gathering.find(c.wait_key);
+    if (g == gathering.end()) return;
+    g->second.remove(&c);
+    if (g->second.empty()) gathering.erase(g);
+  }
+
+  void gather(Conn& c, const std::string& prefix, uint32_t count, uint64_t timeout_ms) {
+    c.waiting = c.gathering = true;
+    c.wait_key = prefix;
+    c.gather_count = count;
+    if (try_gather(c)) return;
+    c.gathering = false;
+    if (lost_rank >= 0) {
+      c.waiting = false;
+      return queue_lost(c);
+    }
+    if (timeout_ms == 0) {
+      c.waiting = false;
+      return queue_simple(c, store::Reply::kMissing);
+    }
+    c.gathering = true;
+    c.wait_deadline = Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
+    gathering[prefix].push_back(&c);
   }
 
   void queue(Conn& c, store::Writer& w) {
@@ -118,8 +186,8 @@ struct TcpStoreServer::Impl {
   }
 
   void reject(Conn& c, const std::string& why) {
-    std::fprintf(stderr, "tandem: rendezvous store: refused connection from %s: %s\n",
-                 c.peer.c_str(), why.c_str());
+    TANDEM_LOG_ALWAYS(kWarn, bootstrap,
+                      "rendezvous store: refused connection from " + c.peer + ": " + why);
     store::Writer w(static_cast<uint8_t>(store::Reply::kRejected));
     w.str(why);
     const Bytes& f = w.frame();
@@ -183,15 +251,27 @@ struct TcpStoreServer::Impl {
 
   void set(const std::string& key, Bytes value) {
     for (auto& o : conns)
-      if (o.waiting && o.wait_key == key) {
+      if (o.waiting && !o.gathering && o.wait_key == key) {
         o.waiting = false;
         queue_value(o, value);
       }
-    kv[key] = std::move(value);
+    const std::string prefix = prefix_of(key);
+    auto [it, fresh] = kv.insert_or_assign(key, std::move(value));
+    (void)it;
+    if (!fresh) return;
+    ++present[prefix];
+    auto g = gathering.find(prefix);
+    if (g == gathering.end()) return;
+    for (auto w = g->second.begin(); w != g->second.end();) {
+      if (try_gather(**w)) w = g->second.erase(w);
+      else ++w;
+    }
+    if (g->second.empty()) gathering.erase(g);
   }
 
   // One complete frame from c.
   void handle(Conn& c, const uint8_t* p, size_t n) {
+    srv->requests_.fetch_add(1, std::memory_order_relaxed);
     store::Reader r(p, n);
     auto op = static_cast<store::Op>(r.u8());
     if (!c.authed) {
@@ -216,8 +296,16 @@ struct TcpStoreServer::Impl {
       case store::Op::kDel: {
         std::string key = r.str();
         if (!r.done()) return reject(c, "malformed DEL");
-        kv.erase(key);
+        auto it = kv.find(key);
+        if (it != kv.end()) erase_key(it);
         return;
+      }
+      case store::Op::kGather: {
+        std::string prefix = r.str();
+        uint32_t count = r.u32();
+        uint64_t timeout = r.u64();
+        if (!r.done() || count == 0 || count > (1u << 24)) return reject(c, "malformed GATHER");
+        return gather(c, prefix, count, timeout);
       }
       case store::Op::kBye:
         c.bye = true;
@@ -233,7 +321,11 @@ struct TcpStoreServer::Impl {
     bool closed = false;
     for (;;) {
       ssize_t k = ::recv(c.fd.get(), buf, sizeof(buf), 0);
-      if (k > 0) { c.in.insert(c.in.end(), buf, buf + k); continue; }
+      if (k > 0) {
+        srv->bytes_in_.fetch_add(static_cast<uint64_t>(k), std::memory_order_relaxed);
+        c.in.insert(c.in.end(), buf, buf + k);
+        continue;
+      }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       closed = true;  // closed or reset; what came before (a BYE) still counts
@@ -254,7 +346,11 @@ struct TcpStoreServer::Impl {
   void write_to(Conn& c) {
     while (!c.out.empty()) {
       ssize_t k = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
-      if (k > 0) { c.out.erase(c.out.begin(), c.out.begin() + k); continue; }
+      if (k > 0) {
+        srv->bytes_out_.fetch_add(static_cast<uint64_t>(k), std::memory_order_relaxed);
+        c.out.erase(c.out.begin(), c.out.begin() + k);
+        continue;
+      }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       c.dead = true;
@@ -269,6 +365,7 @@ struct TcpStoreServer::Impl {
     for (auto& c : conns) {
       if (!c.authed && now >= c.hello_deadline && !c.dead) reject(c, "no HELLO in time");
       if (c.waiting && now >= c.wait_deadline) {
+        stop_gathering(c);
         c.waiting = false;
         queue_simple(c, store::Reply::kMissing);
         write_to(c);
@@ -281,6 +378,7 @@ struct TcpStoreServer::Impl {
           lost_rank = it->rank;
           for (auto& o : conns)
             if (o.waiting && !o.dead) {
+              stop_gathering(o);
               o.waiting = false;
               queue_lost(o);
               write_to(o);
@@ -288,6 +386,7 @@ struct TcpStoreServer::Impl {
         }
         leave(*it);
       }
+      stop_gathering(*it);
       it = conns.erase(it);
     }
   }
@@ -305,6 +404,19 @@ TcpStoreServer::~TcpStoreServer() {
   uint64_t one = 1;
   (void)!::write(wake_fd_.get(), &one, sizeof(one));
   if (thread_.joinable()) thread_.join();
+}
+
+TcpStoreServer::Traffic TcpStoreServer::traffic() const {
+  Traffic t;
+  t.requests = requests_.load(std::memory_order_relaxed);
+  t.bytes_in = bytes_in_.load(std::memory_order_relaxed);
+  t.bytes_out = bytes_out_.load(std::memory_order_relaxed);
+  clockid_t clock;
+  timespec ts{};
+  if (pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &clock) == 0 &&
+      clock_gettime(clock, &ts) == 0)
+    t.cpu_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  return t;
 }
 
 bool TcpStoreServer::wait_until_idle(Deadline deadline) {
@@ -334,7 +446,8 @@ void TcpStoreServer::run() {
     }
     int n = ::poll(pfds.data(), pfds.size(), ms_left(next));
     if (n < 0 && errno != EINTR) {
-      std::perror("tandem: rendezvous store: poll");
+      TANDEM_ERROR(bootstrap, "rendezvous store: poll: %s; the store stops serving",
+                   std::strerror(errno));
       return;
     }
     if (pfds[0].revents) return;  // shutdown

@@ -6,6 +6,7 @@
 // into their timeout.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -38,6 +39,17 @@ class TcpStoreServer {
   // fast ones may already have joined the next one.
   bool wait_until_session_left(uint32_t session, Deadline deadline);
 
+  // What the store has served so far: requests handled, bytes through its
+  // sockets and the CPU time of its thread, for the scale harness
+  // (tandem-run --store-stats).
+  struct Traffic {
+    uint64_t requests = 0;
+    uint64_t bytes_in = 0;
+    uint64_t bytes_out = 0;
+    uint64_t cpu_ns = 0;
+  };
+  Traffic traffic() const;
+
  private:
   struct Impl;
   void run();
@@ -51,6 +63,7 @@ class TcpStoreServer {
   std::condition_variable cv_;
   int members_ = 0;  // authenticated connections that have not left
   std::map<uint32_t, int> session_members_;  // the same, by session
+  std::atomic<uint64_t> requests_{0}, bytes_in_{0}, bytes_out_{0};
   std::thread thread_;
 };
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "transport/transport.h"
 
 namespace tandem {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collectives/allreduce_algorithms.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -37,7 +37,7 @@ void broadcast_scatter_allgather(Transport& t, void* buf, size_t bytes, int root
 // rank's block already (send == recv + offset). The algorithm the model
 // picks (model.h), or one named.
 void allgatherv(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes);
-void allgatherv_pairwise(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes);
+void allgatherv_ring(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes);
 void allgatherv_bruck(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes);
 
 void alltoallv(Transport& t, const void* send, const std::vector<size_t>& send_bytes, void* recv,

@@ -26,7 +26,7 @@ double predicted_seconds(AllreduceAlgorithm a, int n, size_t bytes, const LinkMo
 AllreduceAlgorithm choose_allreduce(int n, size_t bytes, const LinkModel& link = measured_link());
 
 // allgather of `total` bytes in all over n ranks: Bruck's ceil(log2 n)
-// rounds (through a scratch copy) rather than n-1 pairwise ones (in place).
+// rounds (through a scratch copy) rather than a ring's n-1 (in place).
 bool allgather_uses_bruck(int n, size_t total, const LinkModel& link = measured_link());
 // broadcast of `bytes` over n ranks: scatter + ring allgather (the root's
 // bytes cross each link about twice) rather than a binomial tree (the whole

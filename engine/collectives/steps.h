@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "transport/transport.h"
 
 namespace tandem {

@@ -3,7 +3,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <strings.h>
 
 #include "common/errors.h"
@@ -31,7 +33,41 @@ std::string range_text(double min, double max) {
   return "between " + fmt(min) + " and " + fmt(max);
 }
 
+struct Notes {
+  std::mutex mu;
+  std::vector<std::string> names;
+  std::vector<std::string> lines;
+};
+
+Notes& notes() {
+  static Notes* n = new Notes();  // never destroyed: read until exit
+  return *n;
+}
+
+std::string number_text(double x) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 }  // namespace
+
+void note_setting(const std::string& name, const std::string& value,
+                  const std::string& default_text) {
+  Notes& n = notes();
+  std::lock_guard<std::mutex> lock(n.mu);
+  for (const std::string& known : n.names)
+    if (known == name) return;
+  n.names.push_back(name);
+  n.lines.push_back(name + "=" + value + " (default " +
+                    (default_text.empty() ? std::string("unset") : default_text) + ")");
+}
+
+std::vector<std::string> settings_differing_from_defaults() {
+  Notes& n = notes();
+  std::lock_guard<std::mutex> lock(n.mu);
+  return n.lines;
+}
 
 int64_t parse_int_setting(const char* name, const char* v, int64_t min, int64_t max) {
   const std::string expected = "an integer between " + std::to_string(min) + " and " +
@@ -67,17 +103,25 @@ bool parse_bool_setting(const char* name, const char* v) {
 
 int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max) {
   const char* v = value_of(name);
-  return v == nullptr ? fallback : parse_int_setting(name, v, min, max);
+  if (v == nullptr) return fallback;
+  const int64_t x = parse_int_setting(name, v, min, max);
+  if (x != fallback) note_setting(name, v, std::to_string(fallback));
+  return x;
 }
 
 double env_double(const char* name, double fallback, double min, double max) {
   const char* v = value_of(name);
-  return v == nullptr ? fallback : parse_double_setting(name, v, min, max);
+  if (v == nullptr) return fallback;
+  const double x = parse_double_setting(name, v, min, max);
+  if (x != fallback) note_setting(name, v, number_text(fallback));
+  return x;
 }
 
 std::string env_string(const char* name, const std::string& fallback) {
   const char* v = value_of(name);
-  return v == nullptr ? fallback : std::string(v);
+  if (v == nullptr) return fallback;
+  if (fallback != v) note_setting(name, v, fallback);
+  return v;
 }
 
 std::chrono::milliseconds timeout_from_environment() {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tandem {
 
@@ -28,6 +29,18 @@ int64_t parse_int_setting(const char* name, const char* value, int64_t min, int6
 double parse_double_setting(const char* name, const char* value, double min, double max);
 // 1/0, true/false, yes/no, on/off (any case).
 bool parse_bool_setting(const char* name, const char* value);
+
+// The settings this process runs with that differ from their defaults, for
+// the "settings" line tandem_init logs at info. The readers above note a
+// variable when it is set to something else than the fallback they were
+// given; readers with their own tables (the runtime's, the bootstrap's, the
+// GPU path's) call note_setting themselves. Noted once per name, in the
+// order first read; thread-safe. Identity and secrets (TANDEM_RANK,
+// TANDEM_RENDEZVOUS_TOKEN) are not settings and are never noted.
+void note_setting(const std::string& name, const std::string& value,
+                  const std::string& default_text);
+// "TANDEM_SHM_CMA=0 (default 1)", ...
+std::vector<std::string> settings_differing_from_defaults();
 
 // TANDEM_TIMEOUT: seconds (fractions allowed, > 0) that any wait on a peer may
 // last without progress before it fails with TimeoutError. Default 300 s: long

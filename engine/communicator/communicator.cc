@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "collectives/collectives.h"
+#include "collectives/model.h"
+#include "collectives/partners.h"
 #include "common/errors.h"
 #include "common/settings.h"
 #include "shm/shm_settings.h"
@@ -37,6 +39,39 @@ size_t sum(const std::vector<size_t>& v) {
   size_t s = 0;
   for (size_t x : v) s += x;
   return s;
+}
+
+// "0-3", "0,2,5": ranks ascending.
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// What the model picks for an allreduce over n nodes, by size:
+// "recursive_doubling up to 16 KiB, ring above".
+std::string allreduce_choices(int n) {
+  auto bytes_text = [](size_t b) {
+    if (b >= (size_t{1} << 30)) return std::to_string(b >> 30) + " GiB";
+    if (b >= (size_t{1} << 20)) return std::to_string(b >> 20) + " MiB";
+    if (b >= (size_t{1} << 10)) return std::to_string(b >> 10) + " KiB";
+    return std::to_string(b) + " B";
+  };
+  std::string out;
+  AllreduceAlgorithm current = choose_allreduce(n, 8);
+  for (size_t b = 16; b <= (size_t{1} << 30); b *= 2) {
+    const AllreduceAlgorithm next = choose_allreduce(n, b);
+    if (next == current) continue;
+    out += std::string(algorithm_name(current)) + " below " + bytes_text(b) + ", ";
+    current = next;
+  }
+  return out + algorithm_name(current) + (out.empty() ? " at every size" : " above");
 }
 
 std::vector<size_t> scaled(const std::vector<size_t>& v, size_t es) {
@@ -98,9 +133,59 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
       if (node.size() != nodes[0].size()) uniform_ = false;
       if (id_.local_rank < static_cast<int>(node.size())) group.push_back(node[id_.local_rank]);
     }
-    cross_ = connect_(*bootstrap_, group, options_.timeout);
+    const int index =
+        static_cast<int>(std::find(group.begin(), group.end(), id_.rank) - group.begin());
+    cross_ = connect_(*bootstrap_, group, options_.timeout,
+                      algorithm_partners(index, static_cast<int>(group.size())));
     if (options_.connect_world_at_start) world_transport();
   }
+  log_setup();
+}
+
+// A few lines on how this Communicator runs its collectives (at info for
+// the C API's world, TANDEM_LOG=info; common/log.h).
+void Communicator::log_setup() const {
+  const log::Level level = options_.setup_log_level;
+  if (!log::enabled(level, log::Subsys::coll) && !log::enabled(level, log::Subsys::shm) &&
+      !log::enabled(level, log::Subsys::tcp))
+    return;
+  auto say = [&](log::Subsys s, const std::string& text) {
+    if (log::enabled(level, s)) log::write_string(level, s, __FILE__, __LINE__, text);
+  };
+  std::string layout = std::to_string(id_.size) + (id_.size == 1 ? " rank" : " ranks") +
+                       " on " + std::to_string(id_.cross_size) +
+                       (id_.cross_size == 1 ? " node" : " nodes");
+  if (id_.cross_size > 1) {
+    std::string counts;
+    for (const auto& node : nodes_) counts += (counts.empty() ? "" : "+") + std::to_string(node.size());
+    layout += " (" + counts + ")";
+    layout += "; this is node " + std::to_string(id_.cross_rank) + ", ranks " +
+              ranks_text(nodes_[static_cast<size_t>(id_.cross_rank)]);
+  }
+  layout += "; local rank " + std::to_string(id_.local_rank) + " of " +
+            std::to_string(id_.local_size);
+  say(log::Subsys::coll, "layout: " + layout);
+  say(log::Subsys::shm,
+      "shared memory: " + std::to_string(shm_->local_size()) + " local ranks, " +
+          (shm_->local_size() == 1 ? std::string("nothing to share")
+           : shm_->single_copy()  ? std::string("single copy between ranks (CMA)")
+           : options_.shm_cma     ? std::string("staged through the segment (CMA refused)")
+                                  : std::string("staged through the segment (TANDEM_SHM_CMA=0)")) +
+          ", " + std::to_string(options_.shm_chunk_bytes >> 10) + " KiB pipeline steps");
+  if (!cross_) {
+    say(log::Subsys::tcp, "one node: no transport between nodes");
+    return;
+  }
+  say(log::Subsys::tcp, "between nodes: " + cross_->describe() +
+                            (uniform_ ? "" : " (uneven nodes: the local rank 0s carry it)"));
+  const std::string choice =
+      options_.allreduce_algorithm == AllreduceAlgorithm::kAuto
+          ? "auto: " + allreduce_choices(id_.cross_size)
+          : std::string(algorithm_name(options_.allreduce_algorithm)) +
+                " (TANDEM_ALLREDUCE_ALGORITHM)";
+  say(log::Subsys::coll, "allreduce across " + std::to_string(id_.cross_size) +
+                             " nodes: inside each node over shared memory, across them " +
+                             choice);
 }
 
 Communicator::~Communicator() = default;
@@ -109,9 +194,24 @@ Transport& Communicator::world_transport() {
   if (!world_) {
     std::vector<int> all(id_.size);
     for (int r = 0; r < id_.size; ++r) all[r] = r;
-    world_ = connect_(*bootstrap_, all, options_.timeout);
+    // Alltoall and the direct reducescatter exchange with every rank:
+    // nothing is worth connecting ahead, each pair connects on first use.
+    world_ = connect_(*bootstrap_, all, options_.timeout, {});
+    world_seen_.store(world_.get(), std::memory_order_release);
   }
   return *world_;
+}
+
+Transport::Traffic Communicator::traffic() const {
+  Transport::Traffic sum;
+  for (const Transport* t : {cross_.get(), world_seen_.load(std::memory_order_acquire)}) {
+    if (!t) continue;
+    const Transport::Traffic x = t->traffic();
+    sum.bytes_sent += x.bytes_sent;
+    sum.bytes_received += x.bytes_received;
+    sum.connections += x.connections;
+  }
+  return sum;
 }
 
 void Communicator::poison(const std::exception_ptr& e) {
@@ -141,8 +241,12 @@ void Communicator::poison(const std::exception_ptr& e) {
 template <typename F>
 void Communicator::run(F&& body) {
   if (poisoned_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(poison_mu_);
-    std::rethrow_exception(failed_);
+    std::exception_ptr first;
+    {
+      std::lock_guard<std::mutex> lock(poison_mu_);
+      first = failed_;
+    }
+    rethrow_after_failure(first);  // the same error if it lasts, else aborted
   }
   try {
     body();

@@ -10,14 +10,18 @@
 //     parts. With an uneven layout (3+1) the local rank 0s carry the whole
 //     buffer between nodes instead;
 //   - several nodes, other collectives: over a transport joining every rank
-//     (connected on first use), barrier through the node leaders.
+//     (made on first use, its connections too), barrier through the node
+//     leaders.
+// A transport across nodes connects at set-up only the peers the algorithms
+// exchange with (collectives/partners.h): O(log n) sockets per rank.
 // Results are bitwise identical on every rank and reproducible for a layout.
 //
 // Collectives are called by every rank in the same order, one at a time per
 // Communicator (the C API serialises its callers). After any failure (peer
-// lost, timeout) the Communicator is poisoned: every later call rethrows the
-// first error, and local peers and transports are aborted so that nobody
-// waits for this rank.
+// lost, timeout) the Communicator is poisoned: every later call fails (with
+// the first error when it lasts, a lost peer or a timeout; else with
+// AbortedError and its message: common/errors.h), and local peers and
+// transports are aborted so that nobody waits for this rank.
 #pragma once
 
 #include <atomic>
@@ -31,8 +35,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/allreduce_algorithms.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/input_source.h"
+#include "common/log.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -41,9 +46,13 @@ class Doorbell;
 class ShmGroup;
 
 // Makes a Transport for `members` (world ranks, ascending, including this
-// one); collective over the world like connect_tcp().
+// one); collective over the world like connect_tcp(). `planned`: the group
+// indices this rank connects during set-up (collectives/partners.h); any
+// other peer is connected on first use. Transports without connections
+// (the memory transport) ignore it.
 using TransportFactory = std::function<std::unique_ptr<Transport>(
-    Bootstrap&, const std::vector<int>& members, std::chrono::milliseconds timeout)>;
+    Bootstrap&, const std::vector<int>& members, std::chrono::milliseconds timeout,
+    const std::vector<int>& planned)>;
 
 struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};  // TANDEM_TIMEOUT
@@ -62,6 +71,10 @@ struct CommunicatorOptions {
   bool connect_world_at_start = false;
   // Across nodes (collectives/allreduce_algorithms.h): TANDEM_ALLREDUCE_ALGORITHM.
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
+  // The level of the lines describing the set-up (layout, shared memory,
+  // transport, algorithm): info for the C API's world, debug for the
+  // runtime's and process sets' own Communicators over the same job.
+  log::Level setup_log_level = log::Level::kDebug;
   // Reads the variables above (common/settings.h, shm/shm_settings.h);
   // throws InvalidArgument naming a malformed one.
   static CommunicatorOptions from_environment();
@@ -131,6 +144,10 @@ class Communicator {
   // Fails this rank's and its peers' current and later collectives.
   void abort(const std::string& why);
 
+  // The traffic of this rank's transports across nodes so far (transport.h).
+  // Safe from any thread.
+  Transport::Traffic traffic() const;
+
  private:
   template <typename F>
   void run(F&& body);
@@ -142,6 +159,7 @@ class Communicator {
                               const InputSource* source = nullptr);
   void hierarchical_broadcast(void* buf, size_t bytes, int root);
   void hierarchical_allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
+  void log_setup() const;
 
   std::unique_ptr<Bootstrap> bootstrap_;
   TransportFactory connect_;
@@ -152,6 +170,7 @@ class Communicator {
   std::vector<std::vector<int>> nodes_;  // world ranks of each node, ascending
   std::unique_ptr<Transport> cross_;  // same local rank on every node
   std::unique_ptr<Transport> world_;  // every rank, on first use
+  std::atomic<Transport*> world_seen_{nullptr};  // world_, for traffic() from other threads
   std::mutex poison_mu_;
   std::exception_ptr failed_;
   std::atomic<bool> poisoned_{false};  // failed_ is set: every call checks this, not the mutex

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "gpu/gpu_settings.h"
-#include "gpu/shared_library.h"
+#include "common/shared_library.h"
 
 namespace tandem {
 namespace gpu {

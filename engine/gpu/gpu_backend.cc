@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/log.h"
 #include "gpu/availability.h"
 #include "gpu/communicator_cache.h"
 #include "gpu/cuda_api.h"
@@ -244,6 +245,8 @@ std::unique_ptr<GpuBackend> GpuBackend::create(const Identity& me, const GpuSett
   NcclApi nccl = NcclApi::load(settings);
   DeviceChoice choice =
       select_device(settings.device, me.local_rank, me.local_size, status.facts.device_count);
+  TANDEM_INFO(gpu, "GPU tensors through NCCL: %s; CUDA device %d (%s)", status.reason.c_str(),
+              choice.device, choice.why.c_str());
   return std::make_unique<NcclBackend>(me, std::move(cuda), std::move(nccl), std::move(choice),
                                        timeout);
 }

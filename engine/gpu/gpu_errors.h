@@ -23,10 +23,10 @@ struct NcclApi;
 
 // A failure reported by the GPU or its libraries that is none of the
 // engine's more specific kinds (out of GPU memory, a kernel fault, an NCCL
-// internal error). The C API maps it like SystemError: the OS/device failed.
-class DeviceError : public Error {
+// internal error). A SystemError (TANDEM_ERR_SYSTEM): the device failed.
+class DeviceError : public SystemError {
  public:
-  using Error::Error;
+  explicit DeviceError(const std::string& message) : SystemError(message) {}
 };
 
 // what: the operation and its subject, e.g. "ncclAllReduce on process set 0".

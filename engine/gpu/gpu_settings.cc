@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/errors.h"
+#include "common/settings.h"
 
 namespace tandem {
 namespace gpu {
@@ -54,6 +55,8 @@ GpuSettings GpuSettings::from(const EnvLookup& env) {
   s.cuda_library = library_override(env, "TANDEM_CUDA_LIBRARY");
   s.nccl_library = library_override(env, "TANDEM_NCCL_LIBRARY");
   s.device = device_override(env);
+  for (const SettingDecl& d : kGpuSettings)
+    if (const char* v = env(d.name)) note_setting(d.name, v, d.fallback);
   return s;
 }
 

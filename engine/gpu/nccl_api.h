@@ -9,7 +9,7 @@
 
 #include "gpu/availability.h"
 #include "gpu/gpu_settings.h"
-#include "gpu/shared_library.h"
+#include "common/shared_library.h"
 
 namespace tandem {
 namespace gpu {

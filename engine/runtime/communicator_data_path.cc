@@ -7,12 +7,11 @@
 #include "bootstrap/subset_bootstrap.h"
 #include "common/errors.h"
 #include "shm/doorbell.h"
-#include "transport/tcp/interface.h"
 
 namespace tandem::runtime {
 
 CommunicatorDataPath::CommunicatorDataPath(std::unique_ptr<Communicator> comm,
-                                           std::unique_ptr<tcp::WakeRelay> relay)
+                                           std::unique_ptr<RoundRelay> relay)
     : comm_(std::move(comm)), relay_(std::move(relay)) {
   if (comm_->identity().cross_size == 1 || relay_) doorbell_ = &comm_->doorbell();
 }
@@ -65,6 +64,11 @@ std::vector<Bytes> CommunicatorDataPath::exchange(const Bytes& mine) {
     at += rest[r];
   }
   return out;
+}
+
+uint64_t CommunicatorDataPath::traffic_bytes() const {
+  const Transport::Traffic t = comm_->traffic();
+  return t.bytes_sent + t.bytes_received;
 }
 
 void CommunicatorDataPath::request_round(uint64_t round, bool far) {
@@ -145,8 +149,13 @@ void CommunicatorDataPath::reducescatter(const void* send, void* recv,
 CommunicatorDataPathFactory::CommunicatorDataPathFactory(Bootstrap& job, TransportFactory connect,
                                                          CommunicatorOptions options,
                                                          size_t fusion_threshold_bytes,
-                                                         bool wake_relay)
-    : job_(job), connect_(std::move(connect)), options_(options), wake_relay_(wake_relay) {
+                                                         bool wake_relay,
+                                                         RoundRelayFactory relay)
+    : job_(job),
+      connect_(std::move(connect)),
+      options_(options),
+      wake_relay_(wake_relay),
+      relay_(std::move(relay)) {
   constexpr size_t kPage = 4096;
   const size_t fusion = (fusion_threshold_bytes + kPage - 1) / kPage * kPage;
   options_.shm_arena_bytes = std::max(options_.shm_arena_bytes, fusion);
@@ -181,13 +190,13 @@ std::unique_ptr<DataPath> CommunicatorDataPathFactory::create(
   SubsetBootstrap* view = boot.get();
   auto comm = std::make_unique<Communicator>(std::move(boot), connect_, options_);
   view->finish(options_.timeout);
-  std::unique_ptr<tcp::WakeRelay> relay;
-  if (!world_ && job.cross_size > 1) {
+  std::unique_ptr<RoundRelay> relay;
+  if (!world_ && job.cross_size > 1 && relay_) {
     // Collective like everything here: every rank of the world takes part,
     // and there is a relay only if every rank's TANDEM_WAKE_RELAY says so.
-    std::string why;
-    relay = tcp::WakeRelay::create(job_, comm->doorbell(), wake_relay_,
-                                   tcp::choose_listen_address(false, why), options_.timeout);
+    Doorbell& bell = comm->doorbell();
+    relay = relay_(job_, [&bell](uint64_t round) { bell.relay(round); }, wake_relay_,
+                   options_.timeout);
   }
   auto dp = std::make_unique<CommunicatorDataPath>(std::move(comm), std::move(relay));
   if (!world_) world_ = dp.get();

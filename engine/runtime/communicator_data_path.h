@@ -27,7 +27,7 @@
 
 #include "communicator/communicator.h"
 #include "runtime/data_path.h"
-#include "transport/tcp/wake_relay.h"
+#include "transport/round_relay.h"
 
 namespace tandem::runtime {
 
@@ -36,12 +36,13 @@ class CommunicatorDataPath : public DataPath {
   // relay: carries round requests to the other nodes (the runtime's world
   // across nodes); without one, rounds wake members only on one node.
   explicit CommunicatorDataPath(std::unique_ptr<Communicator> comm,
-                                std::unique_ptr<tcp::WakeRelay> relay = nullptr);
+                                std::unique_ptr<RoundRelay> relay = nullptr);
   ~CommunicatorDataPath() override;
 
   int rank() const override { return comm_->identity().rank; }
   int size() const override { return comm_->identity().size; }
   std::vector<Bytes> exchange(const Bytes& mine) override;
+  uint64_t traffic_bytes() const override;
   bool can_wake_members() const override { return doorbell_ != nullptr; }
   bool wake_ups_may_be_lost() const override { return relay_ != nullptr; }
   void request_round(uint64_t round, bool far) override;
@@ -70,7 +71,7 @@ class CommunicatorDataPath : public DataPath {
  private:
   std::unique_ptr<Communicator> comm_;
   // After comm_: its thread uses comm_'s doorbell, so it goes first.
-  std::unique_ptr<tcp::WakeRelay> relay_;
+  std::unique_ptr<RoundRelay> relay_;
   Doorbell* doorbell_ = nullptr;  // comm_'s, when it reaches every member
   void* shared_ = nullptr;  // in comm_'s arena
   size_t shared_bytes_ = 0;
@@ -84,11 +85,12 @@ class CommunicatorDataPathFactory : public DataPathFactory {
   // job: the bootstrap of the job (the C API's Communicator's), used only by
   // the first create(), which must be for every rank and is made while
   // nothing else uses `job`. fusion_threshold_bytes sizes the arenas.
-  // wake_relay: give the world's data path a tcp::WakeRelay when the job
-  // spans nodes (TANDEM_WAKE_RELAY).
+  // relay: makes the world's data path a RoundRelay when the job spans
+  // nodes and wake_relay (TANDEM_WAKE_RELAY) is on; empty: none. Like
+  // `connect`, the C API passes the TCP transport's (api/join.h).
   CommunicatorDataPathFactory(Bootstrap& job, TransportFactory connect,
                               CommunicatorOptions options, size_t fusion_threshold_bytes,
-                              bool wake_relay = false);
+                              bool wake_relay = false, RoundRelayFactory relay = nullptr);
   std::unique_ptr<DataPath> create(const std::vector<int>& global_ranks) override;
 
  private:
@@ -96,6 +98,7 @@ class CommunicatorDataPathFactory : public DataPathFactory {
   TransportFactory connect_;
   CommunicatorOptions options_;
   bool wake_relay_ = false;
+  RoundRelayFactory relay_;
   CommunicatorDataPath* world_ = nullptr;  // owned by the runtime's global set
   int created_ = 0;
 };

@@ -118,16 +118,10 @@ void Coordinator::take_cached(const std::vector<CycleMessage>& messages, Clock::
     if (!per_rank) continue;  // invalidated in this very cycle
     if (someone_active && test_bit(all, bit)) {
       partial_bits_.erase(bit);
-      Response r;
-      r.name = per_rank->front().name;
-      r.type = per_rank->front().type;
-      r.requests = per_rank;
-      r.present.resize(per_rank->size());
+      std::vector<bool> present(per_rank->size());
       for (size_t k = 0; k < per_rank->size(); ++k)
-        r.present[k] = test_bit(messages[k].cache_bits, bit);
-      r.cache_bit = bit;
-      cache_.touch(bit);
-      out.push_back(std::move(r));
+        present[k] = test_bit(messages[k].cache_bits, bit);
+      out.push_back(cached_response(bit, per_rank, std::move(present)));
       continue;
     }
     auto [it, fresh] = partial_bits_.try_emplace(bit);
@@ -136,6 +130,51 @@ void Coordinator::take_cached(const std::vector<CycleMessage>& messages, Clock::
     for (size_t k = 0; k < messages.size(); ++k)
       it->second.have[k] = test_bit(messages[k].cache_bits, bit);
   }
+}
+
+Response Coordinator::cached_response(size_t bit, const ResponseCache::Requests& per_rank,
+                                      std::vector<bool> present) {
+  Response r;
+  r.name = per_rank->front().name;
+  r.type = per_rank->front().type;
+  r.requests = per_rank;
+  r.present = std::move(present);
+  r.cache_bit = bit;
+  cache_.touch(bit);
+  return r;
+}
+
+std::vector<Response> Coordinator::decide_bits(const std::vector<uint64_t>& ready_somewhere,
+                                               const std::vector<uint64_t>& missing_somewhere,
+                                               Clock::time_point now) {
+  ++cycle_;
+  std::vector<Response> out;
+  if (!cache_.enabled()) return out;
+  // Nobody has joined in a round of bits (a joined rank always sends its
+  // flag), so an entry ready everywhere is one missing nowhere.
+  for (size_t bit = 0; bit < ready_somewhere.size() * 64; ++bit) {
+    if (!test_bit(ready_somewhere, bit)) {
+      partial_bits_.erase(bit);
+      continue;
+    }
+    const ResponseCache::Requests& per_rank = cache_.at(bit);
+    if (!per_rank) continue;
+    if (!test_bit(missing_somewhere, bit)) {
+      partial_bits_.erase(bit);
+      out.push_back(cached_response(bit, per_rank, std::vector<bool>(per_rank->size(), true)));
+      continue;
+    }
+    auto [it, fresh] = partial_bits_.try_emplace(bit);
+    if (fresh) it->second.since = now;
+    it->second.have.clear();
+  }
+  return out;
+}
+
+bool Coordinator::wants_details(Clock::time_point now, Clock::duration after) const {
+  for (const auto& [bit, p] : partial_bits_)
+    if (now - p.since >= after) return true;
+  return false;
 }
 
 bool Coordinator::ready(const std::vector<std::optional<Request>>& per_rank) const {
@@ -287,7 +326,8 @@ std::vector<Coordinator::Pending> Coordinator::pending() const {
   }
   for (const auto& [bit, p] : partial_bits_) {
     const ResponseCache::Requests& per_rank = cache_.at(bit);
-    if (per_rank) add(per_rank->front().name, per_rank->front().type, p.have, p.since);
+    if (per_rank && !p.have.empty())
+      add(per_rank->front().name, per_rank->front().type, p.have, p.since);
   }
   return out;
 }
@@ -303,7 +343,7 @@ std::optional<std::vector<int>> Coordinator::missing(const std::string& name) co
 
 std::optional<std::vector<int>> Coordinator::missing_bit(size_t bit) const {
   auto it = partial_bits_.find(bit);
-  if (it == partial_bits_.end()) return std::nullopt;
+  if (it == partial_bits_.end() || it->second.have.empty()) return std::nullopt;
   std::vector<int> out;
   for (size_t r = 0; r < it->second.have.size(); ++r)
     if (!it->second.have[r] && !joined_[r]) out.push_back(global_ranks_[r]);

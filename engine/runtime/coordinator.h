@@ -36,6 +36,21 @@ class Coordinator {
   // Consumes one cycle's messages (indexed by set rank) and returns what to
   // run now, in order.
   std::vector<Response> decide(const std::vector<CycleMessage>& messages, Clock::time_point now);
+  // The same for a round of bits only (cycle_message.h, BitRound): no
+  // member had more to say than its cache bits, so nobody joined and
+  // nothing was requested or invalidated; the ORs of the ready bits and of
+  // their negations decide which cached entries run. Which members hold an
+  // entry that is ready on some but not all is unknown after such a round
+  // (pending() leaves it out, missing_bit() has no answer) until a round
+  // of messages.
+  std::vector<Response> decide_bits(const std::vector<uint64_t>& ready_somewhere,
+                                    const std::vector<uint64_t>& missing_somewhere,
+                                    Clock::time_point now);
+  // Whether a cached entry has been ready on some members but not on all
+  // for `after` or longer: then rounds exchange messages, so that the stall
+  // warning and the deadlock check can name the ranks. A step's tensors
+  // meet within milliseconds, so only a stall costs the O(n) rounds.
+  bool wants_details(Clock::time_point now, Clock::duration after) const;
 
   ResponseCache& cache() { return cache_; }
   const ResponseCache& cache() const { return cache_; }
@@ -84,11 +99,14 @@ class Coordinator {
   std::vector<bool> joined_;
   std::vector<uint64_t> join_order_;  // when each rank joined (cycle number)
   uint64_t cycle_ = 0;
-  // Cached entries set by some ranks but not all: first seen and who has it.
+  // Cached entries set by some ranks but not all: first seen and who has it
+  // (empty after a round of bits: unknown).
   struct PartialBit {
     Clock::time_point since;
     std::vector<bool> have;
   };
+  Response cached_response(size_t bit, const ResponseCache::Requests& per_rank,
+                           std::vector<bool> present);
   std::map<size_t, PartialBit> partial_bits_;
 };
 

@@ -14,6 +14,8 @@ const char* counter_name(Counter c) {
     case Counter::kFusedTensors: return "fused_tensors";
     case Counter::kMismatches: return "mismatches";
     case Counter::kStallWarnings: return "stall_warnings";
+    case Counter::kMessageRounds: return "message_rounds";
+    case Counter::kNegotiationBytes: return "negotiation_bytes";
     case Counter::kCount_: break;
   }
   return nullptr;

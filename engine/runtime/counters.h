@@ -20,6 +20,8 @@ enum class Counter {
   kFusedTensors,      // tensors that ran inside such a batch
   kMismatches,        // tensors failed because ranks disagreed
   kStallWarnings,
+  kMessageRounds,     // rounds that exchanged the members' messages (not only bits)
+  kNegotiationBytes,  // bytes sent and received across nodes by negotiation rounds
   kCount_
 };
 

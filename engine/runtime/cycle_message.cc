@@ -1,5 +1,6 @@
 #include "runtime/cycle_message.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -169,6 +170,41 @@ void set_bit(std::vector<uint64_t>& bits, size_t index) {
 
 bool test_bit(const std::vector<uint64_t>& bits, size_t index) {
   return index / 64 < bits.size() && (bits[index / 64] >> (index % 64)) & 1;
+}
+
+bool full_round_needed(const CycleMessage& m) {
+  return m.joined || m.shutdown || !m.waits.empty() || !m.requests.empty() ||
+         std::any_of(m.invalid_bits.begin(), m.invalid_bits.end(), [](uint64_t w) { return w != 0; });
+}
+
+std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full) {
+  std::vector<uint8_t> out(1 + 2 * span, 0);
+  out[0] = full ? 1 : 0;
+  for (size_t bit = 0; bit < span; ++bit) {
+    const bool ready = test_bit(mine.cache_bits, bit);
+    out[1 + bit] = ready ? 1 : 0;
+    out[1 + span + bit] = ready ? 0 : 1;
+  }
+  // A ready bit past the span (an entry this rank alone holds) cannot be:
+  // every rank's cache is the same. Say so rather than lose it.
+  for (size_t bit = span; bit < mine.cache_bits.size() * 64; ++bit)
+    if (test_bit(mine.cache_bits, bit)) out[0] = 1;
+  return out;
+}
+
+BitRound decode_bit_round(const std::vector<uint8_t>& reduced, size_t span) {
+  if (reduced.size() != 1 + 2 * span)
+    throw Error("runtime: a round's bit vector has " + std::to_string(reduced.size()) +
+                " bytes, expected " + std::to_string(1 + 2 * span) + " (a bug in Tandem)");
+  BitRound r;
+  r.full = reduced[0] != 0;
+  r.ready_somewhere.assign((span + 63) / 64, 0);
+  r.missing_somewhere.assign((span + 63) / 64, 0);
+  for (size_t bit = 0; bit < span; ++bit) {
+    if (reduced[1 + bit]) set_bit(r.ready_somewhere, bit);
+    if (reduced[1 + span + bit]) set_bit(r.missing_somewhere, bit);
+  }
+  return r;
 }
 
 }  // namespace tandem::runtime

@@ -55,4 +55,24 @@ struct CycleMessage {
 void set_bit(std::vector<uint64_t>& bits, size_t index);
 bool test_bit(const std::vector<uint64_t>& bits, size_t index);
 
+// A round in few bytes. Every round starts with an allreduce (MAX, one byte
+// each, i.e. an OR) of this form: byte 0 says the member has more to say
+// than its cache bits (new requests, stale entries, join, shutdown, waits:
+// full_round_needed) or wants to know who is missing a stalled tensor; then,
+// for each of the cache's `span` entries, whether the member has it ready,
+// and whether it has not. The OR of the first is "ready somewhere", of the
+// second "missing somewhere", the negation of the AND the cache needs. When
+// no member set byte 0, that is the whole round: log2(n) rounds of 1 + 2
+// span bytes across nodes instead of an allgather of every member's message
+// (n x 1 KiB per rank per cycle). Otherwise the messages follow in full.
+bool full_round_needed(const CycleMessage& m);
+std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full);
+struct BitRound {
+  bool full = false;                     // someone needs the messages
+  std::vector<uint64_t> ready_somewhere;  // OR of the ready bits
+  std::vector<uint64_t> missing_somewhere;  // OR of their negations
+};
+// Reads the reduced bytes; throws Error on a length that is not 1 + 2 span.
+BitRound decode_bit_round(const std::vector<uint8_t>& reduced, size_t span);
+
 }  // namespace tandem::runtime

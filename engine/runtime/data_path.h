@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/input_source.h"
 #include "tandem/tandem.h"
 
@@ -35,6 +35,10 @@ class DataPath {
 
   // Every member contributes one blob and gets all of them, by set rank.
   virtual std::vector<Bytes> exchange(const Bytes& mine) = 0;
+
+  // Bytes this member has sent and received across nodes so far (0 where
+  // nothing crosses nodes): the runtime counts a negotiation round's share.
+  virtual uint64_t traffic_bytes() const { return 0; }
 
   // Round wake-ups (optional). Where every member can wake the others (one
   // node: a futex in the shared segment; across nodes with the wake relay,

@@ -115,6 +115,13 @@ GpuDataPath::Verdict GpuDataPath::local_verdict(const std::vector<const Response
 
 GpuDataPath::Verdict GpuDataPath::agree(ExecContext& ctx, const Verdict& mine,
                                         const std::string& label) {
+  // One byte first (MAX over the members): a batch every member can run
+  // costs an allreduce of one byte (log2 n rounds across nodes), not an
+  // allgather of every member's verdict (n slots per rank); the verdicts
+  // travel only when some member has a reason to give.
+  uint8_t refused = mine.code == TANDEM_SUCCESS ? 0 : 1;
+  ctx.data_path.allreduce(&refused, 1, TANDEM_UINT8, TANDEM_MAX, 1.0, 1.0);
+  if (!refused) return {};
   std::vector<Bytes> all = ctx.data_path.exchange(encode(mine.code, mine.why));
   // Group identical reasons so that "no driver" on 64 ranks is one line.
   std::vector<std::pair<std::string, std::vector<int>>> groups;

@@ -7,7 +7,8 @@
 //     GPU?) is exchanged over the set's host data path, so that a GPU
 //     missing or misused on one rank fails the batch on every rank with one
 //     message naming each rank and why, instead of leaving the others to
-//     time out inside NCCL. One small host exchange per device batch.
+//     time out inside NCCL. One byte's allreduce per device batch, and an
+//     exchange of the reasons only when some member refuses.
 //  2. the set's NCCL id travels the first time the set runs a GPU batch,
 //     over the same host exchange (the set's members are exactly the ranks
 //     running this batch, so non-members need not take part).

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "tandem/tandem.h"
 
 namespace tandem::runtime {

@@ -42,6 +42,12 @@ void ResponseCache::put(const Requests& per_rank) {
   by_name_[name] = bit;
 }
 
+size_t ResponseCache::span() const {
+  for (size_t bit = slots_.size(); bit > 0; --bit)
+    if (slots_[bit - 1].used) return bit;
+  return 0;
+}
+
 void ResponseCache::touch(size_t bit) {
   if (bit >= slots_.size() || !slots_[bit].used) return;
   lru_.splice(lru_.begin(), lru_, slots_[bit].lru);

@@ -49,6 +49,9 @@ class ResponseCache {
 
   bool enabled() const { return capacity_ > 0; }
   size_t size() const { return by_name_.size(); }
+  // One past the highest bit in use (0 when empty): the length of the bit
+  // vectors a round needs, the same on every rank.
+  size_t span() const;
   size_t capacity() const { return capacity_; }
 
  private:

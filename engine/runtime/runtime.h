@@ -19,10 +19,35 @@
 // from waiting on each other in a cycle (a total order, as with locks).
 // A failure of the data path (lost peer, timeout) fails every pending
 // handle with that error and every later call with the same error.
+//
+// The class is one object, its member functions in one file per concern:
+//
+//   runtime.cc             construction, stop, the thread's loop, failing everything
+//   enqueue.cc             the API threads' entry points: enqueue, join, process-set
+//                          changes and their waits (checks in request_validation.h)
+//   wake_up.cc             waking the thread, the batching window, BlockedWaiter
+//   cycle.cc               one cycle: the per-set exchange, announcements, stalls
+//   deadlock_report.cc     what this rank waits in, and the verdict (deadlock.h)
+//   dispatch.cc            running a cycle's decisions: batches, device path,
+//                          process-set changes
+//   process_set_table.h    the sets by id (a class of its own)
+//
+// Lock order. A thread holding one of these may take only those to its
+// right, never one to its left:
+//
+//   stop_mu_  ->  wait_mu_  ->  a set's mu | join_mu_  ->  broken_mu_
+//
+// A set's mu and join_mu_ are never held together, nor two sets' mu.
+// work_mu_ (the wake-up), the process-set table's mutex and the handles'
+// own locks are leaves: nothing else is locked while one is held, and
+// handles are completed outside every lock above. wait_mu_ is held while
+// the deadlock report reads the waited handles (describe_waits), so a
+// thread leaves its wait (~BlockedWaiter) only through it.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,39 +56,24 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/log.h"
 #include "runtime/counters.h"
-#include "runtime/deadlock.h"
 #include "runtime/data_path.h"
+#include "runtime/deadlock.h"
 #include "runtime/device_path.h"
 #include "runtime/handle.h"
-#include "runtime/log.h"
 #include "runtime/process_set.h"
+#include "runtime/process_set_table.h"
+#include "runtime/request_validation.h"
 #include "runtime/settings.h"
 #include "runtime/stall_inspector.h"
 #include "runtime/timeline.h"
 
 namespace tandem::runtime {
 
-// One tensor of an enqueue call, already in C++ form.
-struct TensorArg {
-  std::string name;
-  const void* input = nullptr;
-  void* output = nullptr;
-  int dtype = TANDEM_FLOAT32;
-  int device = TANDEM_DEVICE_CPU;
-  std::vector<int64_t> shape;
-  void* stream = nullptr;  // device tensors: cudaStream_t to order after (NULL: default)
-};
-
-struct OpArgs {
-  OpType type = OpType::kAllreduce;
-  int op = TANDEM_SUM;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  int root = -1;                // broadcast: global rank
-  std::vector<int64_t> splits;  // alltoall; empty: equal parts
-  int process_set = TANDEM_GLOBAL_PROCESS_SET;
-};
+// Receives the runtime's messages instead of the log (tests with several
+// runtimes in one process read what each would have printed).
+using LogTap = std::function<void(log::Level, const std::string&)>;
 
 class Runtime {
  public:
@@ -71,7 +81,7 @@ class Runtime {
   // the background thread. device: runs batches of device tensors
   // (device_path.h); without one they fail with TANDEM_ERR_UNSUPPORTED.
   Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
-          Log::Sink log_sink = nullptr, std::unique_ptr<DevicePath> device = nullptr);
+          LogTap log_tap = nullptr, std::unique_ptr<DevicePath> device = nullptr);
   // Asks the other ranks to stop, joins the thread, fails what is pending
   // (TANDEM_ERR_ABORTED) so that every wait ends. Idempotent.
   void stop();
@@ -114,77 +124,93 @@ class Runtime {
   int size() const { return size_; }
 
  private:
+  // runtime.cc
   void loop();
+  void fail_all(tandem_result_t code, const std::string& message);
+  void throw_if_broken() const;
+  // To the log (subsystem runtime) or the tap.
+  void report(log::Level level, const std::string& message, int line) const;
+  void log_setup();
+
+  // enqueue.cc
+  // Enqueues a process-set change on the global set and waits for it.
+  int negotiate_internal(Request q);
+  int wait_internal(const std::shared_ptr<HandleState>& h);
+
+  // wake_up.cc
+  void wake();
   bool wait_for_work();  // false: woke for the stall inspector only
   bool has_local_work() const;
   bool has_pending() const;  // tensors (or a join) of this rank not done yet
   void batching_window();
+
+  // cycle.cc
   bool cycle_all();  // false once the runtime stops
   bool cycle(ProcessSet& set, bool* shutdown_seen);
+  std::chrono::steady_clock::duration details_after() const;
   CycleMessage announce(ProcessSet& set);
+  void reannounce_evicted(ProcessSet& set);
+  void check_stalls();
+
+  // deadlock_report.cc
   // What this rank waits in, when it is blocked (deadlock.h); else empty.
   std::vector<Wait> describe_waits();
   // The global set's round: true when the same deadlock was found twice in
   // a row (then every handle has failed and the runtime stops).
   bool deadlocked(std::vector<CycleMessage>& messages);
-  void reannounce_evicted(ProcessSet& set);
+
+  // dispatch.cc
   void execute(ProcessSet& set, std::vector<Response>& responses);
-  void run_internal(ProcessSet& global, Response& r);
+  void run_internal(Response& r);
   std::vector<DevicePath::Result> run_on_device(ExecContext& ctx, int set_id,
                                                 const std::vector<const Response*>& responses,
                                                 const std::vector<TensorEntry*>& entries);
-  void check_stalls();
-  void fail_all(tandem_result_t code, const std::string& message);
-  std::shared_ptr<ProcessSet> find_set(int id) const;
-  std::vector<std::shared_ptr<ProcessSet>> sets_snapshot() const;
-  // Enqueues a process-set change on the global set and waits for it.
-  int negotiate_internal(Request q);
-  int wait_internal(const std::shared_ptr<HandleState>& h);
-  void throw_if_broken() const;
-  void wake();
 
+  // ---- identity, settings, what the runtime owns
   const int rank_;
   const int size_;
   const Settings settings_;
-  Log log_;
+  LogTap log_tap_;
   std::unique_ptr<DataPathFactory> factory_;
   std::unique_ptr<DevicePath> device_;  // GPU tensors; may be null
   HandleTable handles_;
   Timeline timeline_;
   Counters counters_;
-  std::map<int, StallInspector> stall_inspectors_;  // by set id (bg thread)
-  std::string fatal_;  // a stall past the shutdown time (bg thread)
+  ProcessSetTable sets_;       // after factory_: built from it
+  DataPath* world_ = nullptr;  // the global set's (lives as long as the runtime)
+  std::atomic<uint64_t> internal_seq_{0};  // names of process-set changes
 
-  mutable std::mutex sets_mu_;
-  std::vector<std::shared_ptr<ProcessSet>> sets_;  // sorted by id
-  int next_set_id_ = 1;
-  std::atomic<uint64_t> internal_seq_{0};
-
-  // Join state of this rank (global set only).
+  // ---- join (global set only)
   mutable std::mutex join_mu_;
   std::shared_ptr<HandleState> join_handle_;
 
-  DataPath* world_ = nullptr;  // the global set's (lives as long as the runtime)
-  uint64_t cycles_done_ = 0;   // the same on every rank (bg thread)
-  // End of the last round in which a member announced something (bg thread).
-  std::chrono::steady_clock::time_point last_busy_{};
+  // ---- wake-up and batching (wake_up.cc)
   std::mutex work_mu_;
   std::condition_variable work_cv_;
   std::atomic<bool> work_{false};          // set under work_mu_, cleared by the bg thread
   std::chrono::steady_clock::time_point first_work_;  // under work_mu_
   std::atomic<int64_t> last_work_ns_{0};   // steady clock, of the latest enqueue
-  std::atomic<bool> fatal_set_{false};     // fatal_ is not empty
+  std::atomic<bool> in_window_{false};     // the bg thread is in the batching window
   std::atomic<int> blocked_waiters_{0};    // API threads in a handle wait
-  // The handles API threads wait on (how many threads each), and since when
-  // the rank has had one (deadlock.h).
+
+  // ---- the cycle (bg thread)
+  uint64_t cycles_done_ = 0;   // the same on every rank
+  // End of the last round in which a member announced something.
+  std::chrono::steady_clock::time_point last_busy_{};
+  std::map<int, StallInspector> stall_inspectors_;  // by set id
+  std::string fatal_;                      // a stall past the shutdown time
+  std::atomic<bool> fatal_set_{false};     // fatal_ is not empty
+
+  // ---- deadlock report: the handles API threads wait on (how many threads
+  // each), and since when the rank has had one (deadlock.h)
   std::mutex wait_mu_;
   std::unordered_map<const HandleState*, int> waited_;
   std::chrono::steady_clock::time_point blocked_since_;
   DeadlockVerdict deadlock_candidate_;  // the last round's (bg thread)
-  std::atomic<bool> in_window_{false};     // the bg thread is in the batching window
+
+  // ---- stopping and failure
   std::atomic<bool> stop_{false};
   std::mutex stop_mu_;
-
   mutable std::mutex broken_mu_;
   tandem_result_t broken_code_ = TANDEM_SUCCESS;
   std::string broken_message_;

@@ -59,23 +59,11 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
        "wake-up; back-to-back enqueues without compute between them are ~10% faster, but "
        "a training step waits for the framework's time slice (measured 2-3x slower "
        "training with one core per rank). Device batches always run under other."},
-      {"TANDEM_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "warning",
-       "trace, debug, info, warning, error or fatal: the runtime's messages on stderr."},
   };
   return specs;
 }
 
 namespace {
-
-LogLevel parse_level(const char* var, const char* v) {
-  static const char* const names[] = {"trace", "debug", "info", "warning", "error", "fatal"};
-  for (int i = 0; i < 6; ++i)
-    if (strcasecmp(v, names[i]) == 0) return static_cast<LogLevel>(i);
-  if (strcasecmp(v, "warn") == 0) return LogLevel::kWarning;
-  throw InvalidArgument(std::string(var) + "='" + v +
-                        "': expected one of trace, debug, info, warning, error, fatal; fix or "
-                        "unset the variable");
-}
 
 bool parse_scheduling(const char* var, const char* v) {
   if (strcasecmp(v, "other") == 0) return false;
@@ -129,8 +117,8 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
     else if (n == "TANDEM_DEADLOCK_CHECK_SECONDS")
       s.deadlock_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
     else if (n == "TANDEM_RUNTIME_SCHEDULING") s.batch_scheduling = parse_scheduling(var, v);
-    else if (n == "TANDEM_LOG_LEVEL") s.log_level = parse_level(var, v);
     else throw Error("runtime: setting " + n + " is declared but not parsed (a bug)");
+    if (std::strcmp(v, spec.default_text) != 0) note_setting(var, v, spec.default_text);
   }
   return s;
 }

@@ -4,7 +4,8 @@
 // test keeps them in step). Values are parsed strictly: a bad value is an
 // InvalidArgument naming the variable and the value, never a silent default,
 // by the engine's one strict reader (common/settings.h). An empty value means
-// unset. The runtime's deadline is the engine's TANDEM_TIMEOUT.
+// unset. The runtime's deadline is the engine's TANDEM_TIMEOUT; its log is
+// the engine's (common/log.h: TANDEM_LOG, TANDEM_LOG_SUBSYS).
 #pragma once
 
 #include <cstddef>
@@ -13,8 +14,6 @@
 #include <vector>
 
 namespace tandem::runtime {
-
-enum class LogLevel { kTrace = 0, kDebug, kInfo, kWarning, kError, kFatal };
 
 struct SettingSpec {
   const char* name;          // TANDEM_*
@@ -38,7 +37,6 @@ struct Settings {
   double stall_shutdown_seconds = 0;
   double deadlock_check_seconds = 1;  // deadlock.h; 0: off
   bool batch_scheduling = false;  // TANDEM_RUNTIME_SCHEDULING=batch
-  LogLevel log_level = LogLevel::kWarning;
 
   using Getenv = std::function<const char*(const char*)>;
   // Reads every declared variable through `getenv` (the process environment

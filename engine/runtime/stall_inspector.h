@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "runtime/coordinator.h"
-#include "runtime/log.h"
 
 namespace tandem::runtime {
 

@@ -8,7 +8,9 @@
 #include <random>
 #include <sys/resource.h>
 
+#include "bootstrap/node_domain.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "shm/peer_memory.h"
 #include "shm/stream_copy.h"
 
@@ -45,17 +47,20 @@ void split(size_t m, int n, int j, size_t es, size_t* lo, size_t* hi) {
   *hi = std::min(m, *lo + per);
 }
 
-// What the node's first local rank tells the others about the segment.
+// What the node's first local rank tells the others about the segment; in
+// the first round every rank's proposal, with what it shares memory through
+// (bootstrap/node_domain.h).
 struct SegmentInfo {
   std::string name;
   size_t chunk = 0;
   size_t arena = 0;
   size_t most = 0;  // the largest staged allreduce step
+  std::string domain = "-";
 };
 
 Bytes encode(const SegmentInfo& s) {
   std::ostringstream o;
-  o << s.chunk << ' ' << s.arena << ' ' << s.most << ' ' << s.name;
+  o << s.chunk << ' ' << s.arena << ' ' << s.most << ' ' << s.domain << ' ' << s.name;
   const std::string t = o.str();
   return Bytes(t.begin(), t.end());
 }
@@ -63,9 +68,41 @@ Bytes encode(const SegmentInfo& s) {
 SegmentInfo decode(const Bytes& b) {
   std::istringstream i(std::string(b.begin(), b.end()));
   SegmentInfo s;
-  i >> s.chunk >> s.arena >> s.most >> s.name;
+  i >> s.chunk >> s.arena >> s.most >> s.domain >> s.name;
   if (!i && !i.eof()) throw BootstrapError("shared memory setup: malformed segment description");
   return s;
+}
+
+std::string domain_part(const std::string& domain, const char* key) {
+  const std::string k = std::string(key) + "=";
+  size_t at = domain.find(k);
+  if (at == std::string::npos) return "";
+  at += k.size();
+  return domain.substr(at, domain.find(',', at) - at);
+}
+
+// Every rank sees every proposal, so every rank finds the same first pair of
+// ranks of one node that cannot share memory, and all of them stop with the
+// same message instead of some waiting for a segment others cannot open.
+void check_node_domains(const Identity& id, const std::vector<Bytes>& proposals) {
+  std::map<int, int> first_of_node;
+  for (int r = 0; r < id.size; ++r) {
+    const int node = id.node_of_rank.empty() ? 0 : id.node_of_rank.at(r);
+    auto it = first_of_node.emplace(node, r).first;
+    const int a = it->second;
+    const std::string da = decode(proposals.at(a)).domain, db = decode(proposals.at(r)).domain;
+    if (da == db) continue;
+    const bool shm = domain_part(da, "shm") != domain_part(db, "shm");
+    throw UnsupportedError(
+        "ranks " + std::to_string(a) + " and " + std::to_string(r) + " are on one node (" +
+        std::to_string(node) + ") but " +
+        (shm ? "do not see the same /dev/shm (the container runtime gave each its own)"
+             : "are in different PID namespaces (the container runtime gave each its own)") +
+        ": the node-local transport needs the node's ranks to share the host's /dev/shm and PID "
+        "namespace. Run the containers with them (podman: --ipc=host --pid=host, or "
+        "ipcns/pidns = \"host\" in containers.conf; docs/containers.md), or bootstrap over TCP "
+        "(TANDEM_BOOTSTRAP=tcp under srun --horovod), where such ranks talk over TCP instead");
+  }
 }
 
 }  // namespace
@@ -91,13 +128,15 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   // node), the node leader's arena size wins in the node.
   SegmentInfo mine{"", round_up(std::max<size_t>(options.chunk_bytes, kPage), kPage),
                    round_up(options.arena_bytes, kPage),
-                   round_up(std::max<size_t>(options.max_chunk_bytes, kPage), kPage)};
+                   round_up(std::max<size_t>(options.max_chunk_bytes, kPage), kPage),
+                   node_local_domain()};
   control_bytes_ = round_up(sizeof(ControlBlock), kPage);
   auto total = [&](const SegmentInfo& s) {
     return control_bytes_ + static_cast<size_t>(n_) * (2 * std::max(s.chunk, s.most) + s.arena);
   };
   // Two rounds: first agree on the sizes, then the leader creates.
   auto proposals = bootstrap.allgather(encode(mine), options.timeout);
+  check_node_domains(id, proposals);
   const SegmentInfo world0 = decode(proposals.at(0));
   const SegmentInfo leader = decode(proposals.at(locals[0]));
   chunk_ = world0.chunk;
@@ -184,23 +223,27 @@ void ShmGroup::probe_single_copy() {
 
 ShmGroup::~ShmGroup() {
   if (!stats_ || !sync_) return;
-  if (me_ == 0 && probes_seen_ > 0)
-    std::fprintf(stderr,
-                 "tandem shm stats: local rank 0/%d: staged step %zu KiB (from %zu), last barrier "
-                 "probes %.1f %.1f %.1f us, work %.3f ns per byte, %" PRIu64 " probes\n",
-                 n_, staged_step_bytes() >> 10, chunk_ >> 10, probe_ns_[0] / 1e3,
-                 probe_ns_[1] / 1e3, probe_ns_[2] / 1e3, work_ns_per_byte_, probes_seen_);
+  if (me_ == 0 && probes_seen_ > 0) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "stats: local rank 0/%d: staged step %zu KiB (from %zu), last barrier "
+                  "probes %.1f %.1f %.1f us, work %.3f ns per byte, %" PRIu64 " probes",
+                  n_, staged_step_bytes() >> 10, chunk_ >> 10, probe_ns_[0] / 1e3,
+                  probe_ns_[1] / 1e3, probe_ns_[2] / 1e3, work_ns_per_byte_, probes_seen_);
+    TANDEM_LOG_ALWAYS(kInfo, shm, line);  // asked for with TANDEM_SHM_STATS
+  }
   for (const OpStats& o : op_stats_) {
     if (o.ops == 0) continue;
     const WaitStats& w = o.waits;
     const double ops = static_cast<double>(o.ops);
     const double waits = static_cast<double>(std::max<uint64_t>(w.waits, 1));
-    std::fprintf(stderr,
-                 "tandem shm stats: local rank %d/%d: %8.0f B x %" PRIu64 ": %.1f us each, %.1f us "
+    char line[1024];
+    std::snprintf(line, sizeof line,
+                 "stats: local rank %d/%d: %8.0f B x %" PRIu64 ": %.1f us each, %.1f us "
                  "on CPU outside waits; per call "
                  "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
                  "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
-                 "%.1f us waiting (%.1f on CPU)%s\n",
+                 "%.1f us waiting (%.1f on CPU)%s",
                  me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3,
                  (static_cast<double>(o.cpu_ns) - static_cast<double>(w.wait_cpu_ns)) / ops / 1e3,
                  o.nvcsw / ops, o.nivcsw / ops,
@@ -208,6 +251,7 @@ ShmGroup::~ShmGroup() {
                  100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops, w.sleeps / ops,
                  w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3,
                  o.step ? (", last staged step " + std::to_string(o.step >> 10) + " KiB").c_str() : "");
+    TANDEM_LOG_ALWAYS(kInfo, shm, line);  // asked for with TANDEM_SHM_STATS
   }
 }
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "common/input_source.h"
 #include "shm/doorbell.h"
 #include "shm/node_sync.h"

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tandem {
@@ -37,6 +38,20 @@ class Transport {
   // Fails every pending and future call with AbortedError(why). Safe to call
   // from another thread; used to tear down after a peer was lost elsewhere.
   virtual void abort(const std::string& why) = 0;
+
+  // What this transport has done so far, for benchmarks and counters:
+  // bytes through its calls (payload and framing) and the peers it holds a
+  // connection to. Zero where it has no such notion (the memory transport).
+  struct Traffic {
+    uint64_t bytes_sent = 0;
+    uint64_t bytes_received = 0;
+    int connections = 0;
+  };
+  virtual Traffic traffic() const { return {}; }
+
+  // What this transport is, for the log ("tcp, group of 2 (this is rank 1
+  // ... at 10.0.0.2:41723; ...)"): never on a hot path.
+  virtual std::string describe() const { return "a transport of " + std::to_string(size()) + " ranks"; }
 };
 
 }  // namespace tandem

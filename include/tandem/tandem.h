@@ -56,6 +56,13 @@ typedef enum {
 TANDEM_API const char *tandem_result_name(int result);
 /* Human description of a result code ("a peer did not answer in time"). */
 TANDEM_API const char *tandem_result_string(tandem_result_t result);
+/* The exception class a binding raises for a result ("TimeoutError"), from
+ * the engine's one error table; NULL for TANDEM_SUCCESS and non-results. */
+TANDEM_API const char *tandem_result_class(int result);
+/* 1 when a result blames the call's own arguments (TANDEM_ERR_INVALID_ARGUMENT,
+ * TANDEM_ERR_DUPLICATE_NAME): bindings that follow Horovod also raise
+ * ValueError for these. 0 otherwise. */
+TANDEM_API int tandem_result_is_argument_error(int result);
 /* The message of the last failed call on this thread ("" if none). */
 TANDEM_API const char *tandem_last_error(void);
 /* Library version, "MAJOR.MINOR.PATCH". */
@@ -108,6 +115,32 @@ TANDEM_API tandem_result_t tandem_local_size(int *local_size);
 /* Index of this rank's node among the nodes of the job, and their count. */
 TANDEM_API tandem_result_t tandem_cross_rank(int *cross_rank);
 TANDEM_API tandem_result_t tandem_cross_size(int *cross_size);
+
+/* ----------------------------------------------------------------- elastic */
+
+/* An elastic launch (srun --horovod=elastic, tandem-run --elastic) runs a
+ * membership service that outlives every rank; tandem_init then joins the
+ * job's next generation through it (rank and size may differ from the last
+ * one), and tandem_finalize followed by tandem_init is how a rank moves to the
+ * next generation after a failure or when new processes join. tandem_init
+ * fails with TANDEM_ERR_ABORTED and the service's message when this process
+ * was removed from the job or the job cannot go on (docs/elastic.md). */
+
+/* 1 when this process was started by an elastic launch (TANDEM_ELASTIC_ADDR
+ * is set), else 0. */
+TANDEM_API int tandem_elastic_enabled(void);
+/* Waits up to timeout_ms for the service to announce that processes asked to
+ * join (Horovod's hosts-updated notification): TANDEM_SUCCESS with a
+ * strictly increasing timestamp (seconds) and the kind (2: added, Horovod's
+ * HostUpdateResult), or TANDEM_ERR_IN_PROGRESS when none came. Announcements
+ * queue until taken. Thread-safe; needs no tandem_init. */
+TANDEM_API tandem_result_t tandem_elastic_wait_update(int timeout_ms, int64_t *timestamp,
+                                                      int *kind);
+/* Tells the service this process finished its work, so that its exit does
+ * not count as a failure (a process that exits without it, or dies, has its
+ * node excluded from later generations, as Horovod blacklists the host of a
+ * failed worker). A no-op outside an elastic launch. */
+TANDEM_API tandem_result_t tandem_elastic_done(void);
 
 /* ----------------------------------------------- blocking collectives (host) */
 

@@ -1,10 +1,14 @@
-"""Process-level calls: joining the job and asking who we are."""
+"""Process-level calls every frontend shares: joining the job, asking who we
+are, the timeline. tandem.torch, tandem.tensorflow and tandem.keras export
+these functions themselves (``hvd.init`` is ``tandem._basics.init``)."""
 
 import atexit
 import ctypes
+import os
 import threading
 
-from tandem import _library, errors
+from tandem import _collectives, _dtypes, _elastic_launch, _library, errors
+from tandem import process_sets as _ps
 
 _init_lock = threading.Lock()
 _atexit_registered = False
@@ -14,10 +18,24 @@ def _call(name, *args):
     errors.check(getattr(_library.library(), name)(*args))
 
 
-def init():
+def init(comm=None, process_sets=None):
     """Joins the job (PMIx under srun, tandem-run's rendezvous, or a world of
-    one). A second call is a no-op."""
+    one); a second call is a no-op. ``comm`` (an MPI communicator in Horovod)
+    is refused: Tandem joins without MPI. ``process_sets``: a list of
+    hvd.ProcessSet (or lists of ranks) registered on every rank, or
+    "dynamic" (Horovod's word for "sets are added later", which Tandem always
+    allows)."""
     global _atexit_registered
+    if comm is not None:
+        raise errors.make("TANDEM_ERR_UNSUPPORTED",
+                          "init(comm=...): Tandem does not run on MPI communicators; call "
+                          "init() and let srun --horovod=on or tandem-run start the ranks")
+    if isinstance(process_sets, str):
+        if process_sets.lower() != "dynamic":
+            raise errors.make("TANDEM_ERR_INVALID_ARGUMENT",
+                              "init(process_sets=%r): give a list of hvd.ProcessSet or "
+                              "'dynamic'" % process_sets)
+        process_sets = None
     with _init_lock:
         _call("tandem_init")
         if not _atexit_registered:
@@ -25,6 +43,11 @@ def init():
             # peers then see an orderly exit rather than a lost connection.
             atexit.register(shutdown)
             _atexit_registered = True
+            # Under an elastic launch a normal exit is reported as done, not failed.
+            _elastic_launch.register_exit_hook()
+    _dtypes.verify()
+    for process_set in process_sets or ():
+        _ps.add_process_set(process_set)
 
 
 def shutdown():
@@ -71,9 +94,17 @@ def cross_size():
 def is_homogeneous():
     """True when every node runs the same number of ranks (size divides
     evenly into cross_size nodes of local_size ranks)."""
-    from tandem import _objects  # a collective: every rank must call this
-    sizes = _objects.allgather_ints([local_size()])
+    sizes = [row[0] for row in _collectives.allgather_int64([local_size()])]
     return all(s == sizes[0] for s in sizes)
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Starts the Chrome-trace timeline (written by rank 0); call on every rank."""
+    _collectives.start_timeline(file_path, mark_cycles)
+
+
+def stop_timeline():
+    _collectives.stop_timeline()
 
 
 def library_version():
@@ -104,7 +135,6 @@ def loaded_build_info():
         from tandem import _config
     except ImportError:
         return None
-    import os
     loaded = _library.library().loaded_file()
     if loaded is None:
         return None

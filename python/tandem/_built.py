@@ -15,7 +15,7 @@ when the path is not usable.
 
 import re
 
-from tandem import _collectives
+from tandem import _basics, _collectives
 
 # The oldest NCCL the engine's GPU path accepts (engine/gpu/nccl_api.cc):
 # what nccl_built() reports for a GPU build whose exact NCCL version is
@@ -59,8 +59,28 @@ def rocm_built():
     return False
 
 
+# The reason classify() gives when the GPU path was not compiled in
+# (engine/gpu/availability.cc); the engine has no other way to say it.
+_NOT_COMPILED = "built without CUDA/NCCL headers"
+
+
+def gpu_path_compiled():
+    """Whether the loaded libtandem was compiled with the GPU path (CUDA and
+    NCCL headers at build time), whether or not this node has a GPU: the
+    meaning of Horovod's nccl_built()/cuda_built(). Exact from the Meson
+    build facts when they describe the loaded file; otherwise from the
+    engine's own availability answer."""
+    if not _collectives.has_gpu_api():
+        return False
+    facts = _basics.loaded_build_info()
+    if facts is not None:
+        return bool(facts["cuda_headers"])
+    available, reason = _collectives.gpu_available()
+    return available or _NOT_COMPILED not in reason
+
+
 def cuda_built():
-    return bool(_collectives.gpu_path_compiled())
+    return gpu_path_compiled()
 
 
 def nccl_version_code(version):
@@ -77,7 +97,6 @@ def _nccl_version_text():
     the Meson build facts when they describe the loaded file; otherwise the
     NCCL the engine loaded (in its reason when the GPU path is usable);
     otherwise the oldest NCCL the GPU path accepts."""
-    from tandem import _basics
     facts = _basics.loaded_build_info()
     if facts is not None and facts.get("nccl_headers"):
         return facts["nccl_headers"]
@@ -89,7 +108,7 @@ def _nccl_version_text():
 def nccl_built():
     """Horovod's meaning: the NCCL version code compiled against (an int,
     e.g. 22809), or 0 without NCCL support."""
-    if not _collectives.gpu_path_compiled():
+    if not gpu_path_compiled():
         return 0
     return nccl_version_code(_nccl_version_text())
 

@@ -14,10 +14,9 @@ that memory requires).
 """
 
 import ctypes
-import itertools
 import threading
 
-from tandem import _library, errors
+from tandem import _dtypes, _library, _names, errors
 
 _MAX_NDIM = 32
 _handle_t = ctypes.c_int64
@@ -82,7 +81,6 @@ _RUNTIME_SIGNATURES = {
                                               _p(ctypes.c_uint64)]),
 }
 _declared = False
-_internal_names = {}  # process set id -> counter of internal names
 _declare_lock = threading.Lock()
 
 
@@ -276,13 +274,22 @@ def reducescatter(name, buffer, op, prescale, postscale, make_output, process_se
                     stream=_device_stream([buffer]))
 
 
+def start_barrier(process_set=_GLOBAL):
+    return _enqueue("tandem_enqueue_barrier", process_set, keep=None)
+
+
 def barrier(process_set=_GLOBAL):
-    _enqueue("tandem_enqueue_barrier", process_set, keep=None).wait()
+    start_barrier(process_set).wait()
+
+
+def start_join(device=-1):
+    """A join request; once waited for, ``join_result`` is the last rank to join."""
+    return _enqueue("tandem_enqueue_join", device, keep=None, kind="join")
 
 
 def join(device=-1):
     """Blocks until every rank has joined; returns the last rank to join."""
-    request = _enqueue("tandem_enqueue_join", device, keep=None, kind="join")
+    request = start_join(device)
     request.wait()
     return request.join_result
 
@@ -348,9 +355,9 @@ def counters():
 def allgather_int64(values, process_set=_GLOBAL, name=None):
     """Every rank's list of ``len(values)`` int64s, in rank order of the set
     (blocking). All ranks must pass the same number of values. Without a
-    ``name`` one is drawn from a counter per process set, so members that make
-    these calls in the same order agree whatever ran in other sets."""
-    from tandem import _dtypes
+    ``name`` one is drawn from a counter per process set (tandem._names), so
+    members that make these calls in the same order agree whatever ran in
+    other sets."""
     n = len(values)
     send = (ctypes.c_int64 * max(1, n))(*values)
     holder = {}
@@ -363,35 +370,16 @@ def allgather_int64(values, process_set=_GLOBAL, name=None):
         return ctypes.addressof(holder["out"]), count * 8
 
     if name is None:
-        with _declare_lock:
-            counter = _internal_names.setdefault(process_set, itertools.count())
-            name = "tandem.allgather_int64.%d.%d" % (process_set, next(counter))
+        name = _names.internal("allgather_int64", process_set)
     allgather(name, Buffer(ctypes.addressof(send), _dtypes.INT64, (1, n)), make_output,
               process_set, keep=send).wait()
     flat = list(holder["out"])
     return [flat[r * n:(r + 1) * n] for r in range(len(flat) // n if n else 0)]
 
 
-# The reason classify() gives when the GPU path was not compiled in
-# (engine/gpu/availability.cc); the engine has no other way to say it.
-_NOT_COMPILED = "built without CUDA/NCCL headers"
-
-
-def gpu_path_compiled():
-    """Whether the loaded libtandem was compiled with the GPU path (CUDA and
-    NCCL headers at build time), whether or not this node has a GPU: the
-    meaning of Horovod's nccl_built()/cuda_built(). Exact from the Meson
-    build facts when they describe the loaded file; otherwise from the
-    engine's own availability answer."""
-    lib = _lib()
-    if not lib.has("tandem_gpu_available"):
-        return False
-    from tandem import _basics
-    facts = _basics.loaded_build_info()
-    if facts is not None:
-        return bool(facts["cuda_headers"])
-    available, reason = gpu_available()
-    return available or _NOT_COMPILED not in reason
+def has_gpu_api():
+    """Whether the loaded libtandem has the GPU calls at all (older builds do not)."""
+    return _lib().has("tandem_gpu_available")
 
 
 def gpu_available():

@@ -73,9 +73,3 @@ def broadcast_object(obj, root_rank, name, process_set=0, dumps=_dumps, loads=pi
 def allgather_object(obj, name, process_set=0, dumps=_dumps, loads=pickle.loads):
     """The list of every rank's ``obj``, in rank order."""
     return [loads(data) for data in allgather_bytes(dumps(obj), name, process_set)]
-
-
-def allgather_ints(values, process_set=0, name=None):
-    """Flat list of every rank's ints, in rank order (blocking collective)."""
-    return [v for row in _collectives.allgather_int64(values, process_set, name=name)
-            for v in row]

@@ -1,13 +1,12 @@
 """What every framework frontend means by an operation: reduction ops, the
-deprecated ``average=`` flag, and auto-generated names.
+deprecated ``average=`` and ``num_groups=`` arguments. (Names the engine
+pairs operations by: tandem._names.)
 
 Horovod exposes the ops as module constants (``hvd.Sum``, ``hvd.Average``,
 ...); each frontend re-exports these, so ``hvd.Sum`` is the same value under
 ``horovod.torch`` and ``horovod.tensorflow``.
 """
 
-import itertools
-import threading
 import warnings
 
 from tandem import _dtypes, errors
@@ -37,7 +36,7 @@ def resolve_op(op, average, what):
                           % what)
         # Horovod's warning, word for word (scripts filter on it).
         warnings.warn("Parameter `average` has been replaced with `op` and will be removed "
-                      "in v1.0", DeprecationWarning)
+                      "in v1.0", DeprecationWarning, stacklevel=3)
         return Average if average else Sum
     if op is None:
         return Average
@@ -56,21 +55,7 @@ def groups_from(num_groups, groups):
     in when ``groups`` is not given."""
     if num_groups != 0:
         warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be "
-                      "removed in v0.23.0.", DeprecationWarning)
+                      "removed in v0.23.0.", DeprecationWarning, stacklevel=3)
         if groups is None:
             return num_groups
     return groups
-
-
-_auto_names = itertools.count()
-_auto_lock = threading.Lock()
-
-
-def auto_name(name, kind):
-    """The user's name, or one generated from a per-process counter: ranks
-    calling the same unnamed collectives in the same order generate the same
-    names, as with Horovod. One counter for every frontend of the process."""
-    if name is not None:
-        return name
-    with _auto_lock:
-        return "%s.noname.%d" % (kind, next(_auto_names))

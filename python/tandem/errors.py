@@ -2,23 +2,26 @@
 
 Every failed libtandem call raises a subclass of :class:`TandemError` (itself a
 ``RuntimeError``) carrying the engine's message. The subclasses are made when
-the library is loaded, one per result code the library reports through
-``tandem_result_name()``: the codes live in one place (engine/api/results.cc),
-never in a copy here.
-
-The class name is the CamelCase of the part after ``TANDEM_ERR_`` plus
-``Error``: ``MismatchError``, ``TimeoutError``, ``DuplicateNameError``,
-``InvalidArgumentError``, ``UnsupportedError``. ``tandem.errors.TimeoutError``
-is a ``TandemError``, not the builtin of the same name.
+the library is loaded, one per row of the engine's one error table
+(engine/common/errors.h), read through the C API: ``tandem_result_name()``
+lists the codes, ``tandem_result_class()`` names each class
+(``MismatchError``, ``TimeoutError``, ``DuplicateNameError``,
+``InvalidArgumentError``, ``UnsupportedError``, ...) and
+``tandem_result_is_argument_error()`` says which blame the call's arguments.
+Nothing here is a copy of the table. ``tandem.errors.TimeoutError`` is a
+``TandemError``, not the builtin of the same name.
 
 Horovod's exception types are kept (its torch binding turns the engine's
 InvalidArgument status of an enqueue into ``ValueError`` and every other
 failure into ``HorovodInternalError``, a ``RuntimeError``; its own test suite
-catches them so): the result codes in :data:`VALUE_ERRORS` make classes that
-are also ``ValueError`` (a duplicate in-flight name, a bad argument), and
-every other code, including any code a newer library adds, makes a subclass
-of :class:`HorovodInternalError`, which elastic-style scripts catch
+catches them so): the argument errors (a duplicate in-flight name, a bad
+argument) make classes that are also ``ValueError``, and every other code,
+including any code a newer library adds, makes a subclass of
+:class:`HorovodInternalError`, which elastic-style scripts catch
 (``except HorovodInternalError``) and horovod.common.exceptions re-exports.
+After the engine failed (a lost peer, a timeout) every later call raises
+the same class; after any other failure later calls raise ``AbortedError``
+with the first failure's message (the table's "lasting" column).
 """
 
 import threading
@@ -37,16 +40,24 @@ class HorovodInternalError(TandemError):
     Scripts may also raise it themselves, as with Horovod."""
 
 
-# Result codes whose classes are also ValueError, as Horovod raises
-# ValueError for them: the torch binding maps an enqueue's InvalidArgument
-# status (duplicate in-flight name, bad splits, unknown process set, ...)
-# to std::invalid_argument, which pybind11 turns into ValueError, and its
-# test suite catches `ValueError` there. They are not HorovodInternalError.
-VALUE_ERRORS = frozenset({"TANDEM_ERR_INVALID_ARGUMENT", "TANDEM_ERR_DUPLICATE_NAME"})
+class HostsUpdatedInterrupt(RuntimeError):
+    """Raised by ``state.commit()`` on every rank at once when processes
+    asked to join an elastic job (docs/elastic.md); ``hvd.elastic.run``
+    catches it and moves to the next generation. ``skip_sync`` (hosts were
+    only removed) lets the run skip the state broadcast. As in Horovod, not
+    a HorovodInternalError."""
+
+    def __init__(self, skip_sync):
+        super().__init__(skip_sync)
+        self.skip_sync = skip_sync
 
 
-def _bases(result_name):
-    if result_name in VALUE_ERRORS:
+def _bases(argument_error):
+    # Horovod raises ValueError for these (its torch binding maps an
+    # enqueue's InvalidArgument status, e.g. a duplicate in-flight name, to
+    # std::invalid_argument, which pybind11 turns into ValueError, and its
+    # test suite catches `ValueError` there). They are not HorovodInternalError.
+    if argument_error:
         return (TandemError, ValueError)
     return (HorovodInternalError,)
 
@@ -57,11 +68,6 @@ _codes = {}  # every result name, success included -> value
 _lock = threading.Lock()
 _SUCCESS = "TANDEM_SUCCESS"
 _IN_PROGRESS = "TANDEM_ERR_IN_PROGRESS"
-
-
-def _class_name(result_name):
-    suffix = result_name[len("TANDEM_ERR_"):] if result_name.startswith("TANDEM_ERR_") else result_name
-    return "".join(part.capitalize() for part in suffix.split("_")) + "Error"
 
 
 def _populate():
@@ -86,7 +92,8 @@ def _populate():
         for name, value in table.items():
             if name == _SUCCESS:
                 continue
-            cls = type(_class_name(name), _bases(name), {
+            cls = type(lib.tandem_result_class(value).decode(),
+                       _bases(bool(lib.tandem_result_is_argument_error(value))), {
                 "code": value, "name": name,
                 "__doc__": lib.tandem_result_string(value).decode(),
                 "__module__": __name__,

@@ -78,11 +78,25 @@ def remove_process_set(process_set):
 
 
 def ident(process_set, what):
-    """The engine id of a set given to a collective."""
+    """The engine id of a set given to a collective. A set the engine does
+    not know (removed, or an id set by hand) is refused here, at the call,
+    as Horovod's ProcessSet.size() refuses it with ValueError when its
+    hvd.allreduce reads the size; in a TensorFlow graph that is while the
+    graph is built, not when it runs."""
     if process_set is None:
         return 0
     if not isinstance(process_set, ProcessSet):
         raise errors.make("TANDEM_ERR_INVALID_ARGUMENT",
                           "%s: process_set must be a hvd.ProcessSet, got %s"
                           % (what, type(process_set).__name__))
-    return process_set._id(what)
+    set_id = process_set._id(what)
+    if set_id != 0:
+        try:
+            _collectives.process_set_size(set_id)
+        except errors.TandemError as exc:
+            if getattr(exc, "name", None) != "TANDEM_ERR_INVALID_ARGUMENT":
+                raise
+            raise errors.make("TANDEM_ERR_INVALID_ARGUMENT",
+                              "%s: %r is not a process set of this job (%s); register sets "
+                              "with hvd.add_process_set" % (what, process_set, exc)) from None
+    return set_id

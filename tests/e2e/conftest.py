@@ -35,6 +35,7 @@ Fixtures
   plugstack argument is tested without restarting the daemons.
 * Attributes: ``name``, ``dir``, ``build``, ``root``, ``nodes`` (3),
   ``cpus`` (per node), ``gpus`` (per node), ``engine`` (libtandem.so path),
+  ``preload`` (libtandem-preload.so, what the plugin puts on LD_PRELOAD),
   ``python_dir``, ``plugin_args`` (the cluster's plugstack arguments),
   ``env`` (os.environ plus SLURM_CONF).
 
@@ -49,13 +50,16 @@ Write it (and ``--build-dir=DIR``) as one word: Debian's pytest 7.2 takes a
 separate value of a conftest's option for a test path and then stops with
 "unrecognized arguments".
 contrib/test.sh passes Debian's and every venv of
-contrib/install-python-envs.sh (``torch2``, ``tf``). A test asks for one
+contrib/install-python-envs.sh (``torch2``, ``tf``, ``tfkeras``, ``tf215``). A test asks for one
 framework by taking one of these fixture arguments, and runs once per listed
 interpreter that has the framework's module (found with
 ``importlib.util.find_spec`` in that interpreter, without importing it):
 
 * ``torch_python``: the interpreters with ``torch``;
-* ``tf_python``: the interpreters with ``tensorflow``.
+* ``tf_python``: the interpreters with ``tensorflow`` and Keras 3;
+* ``keras2_python``: the interpreters with ``tensorflow`` and Keras 2
+  (``tf_keras``, run with ``TF_USE_LEGACY_KERAS=1``, or a 2.x ``keras``):
+  contrib/install-python-envs.sh's ``tfkeras`` and ``tf215``.
 
 Each value is the interpreter's path (str); the test id is its NAME
 (``test_x[torch2]``). With no interpreter for a framework the test is
@@ -80,7 +84,14 @@ CPUS = 8
 GPUS = 4
 DEFAULT_PYTHONS = ["debian=/usr/bin/python3"]
 # fixture argument -> the module an interpreter must have to serve it
-FRAMEWORK_FIXTURES = {"torch_python": "torch", "tf_python": "tensorflow"}
+FRAMEWORK_FIXTURES = {"torch_python": "torch", "tf_python": "tensorflow",
+                      "keras2_python": "tensorflow"}
+# fixture argument -> whether the interpreter's Keras must be Keras 2 (True)
+# or must not be (False); absent: either.
+KERAS2_FIXTURES = {"tf_python": False, "keras2_python": True}
+KERAS2_PROBE = ("import importlib.util, importlib.metadata as m, sys\n"
+                "try:\n    v = m.version('keras')\nexcept m.PackageNotFoundError:\n    v = ''\n"
+                "sys.exit(0 if importlib.util.find_spec('tf_keras') or v.startswith('2.') else 1)")
 
 
 def pytest_addoption(parser):
@@ -122,11 +133,22 @@ def _has_module(config, path, module):
     return cache[(path, module)]
 
 
+def _has_keras2(config, path):
+    cache = config.__dict__.setdefault("_tandem_has_keras2", {})
+    if path not in cache:
+        r = subprocess.run([path, "-c", KERAS2_PROBE], capture_output=True, text=True,
+                           timeout=60)
+        cache[path] = r.returncode == 0
+    return cache[path]
+
+
 def pytest_generate_tests(metafunc):
     for fixture, module in FRAMEWORK_FIXTURES.items():
         if fixture in metafunc.fixturenames:
+            keras2 = KERAS2_FIXTURES.get(fixture)
             pythons = [(n, p) for n, p in framework_interpreters(metafunc.config)
-                       if _has_module(metafunc.config, p, module)]
+                       if _has_module(metafunc.config, p, module)
+                       and (keras2 is None or _has_keras2(metafunc.config, p) == keras2)]
             metafunc.parametrize(fixture, [p for _, p in pythons], ids=[n for n, _ in pythons])
 
 
@@ -147,6 +169,7 @@ class Cluster:
         self.dir = build / "cluster" / name
         self.nodes, self.cpus, self.gpus = NODES, CPUS, GPUS
         self.engine = str(build / "engine" / "libtandem.so")
+        self.preload = str(build / "engine" / "libtandem-preload.so")
         # What start.sh passes as python=: the packages Meson laid out in the build.
         self.python_dir = str(build / "python")
         self.plugin_args = list(plugin_args)

@@ -8,7 +8,6 @@ tasks 2,3 on GPUs 2,3, CPU 1, mlx5_1/ib1; one NCCL filter for the node.
 
 import json
 import os
-import pathlib
 
 import pytest
 

@@ -2,7 +2,6 @@
 through PMIx (which the plugin turns on), learns the same layout, and
 exchanges blobs with every other rank."""
 
-import re
 
 import pytest
 

@@ -29,7 +29,7 @@ def test_six_tasks_two_per_node_block(cluster):
         assert e["TANDEM_NNODES"] == "3"
         assert e["TANDEM_LIBRARY"] == cluster.engine
         assert e["TANDEM_TCP_IFNAME"] == "eth0"
-        assert e["LD_PRELOAD"] == cluster.engine
+        assert e["LD_PRELOAD"] == cluster.preload
         assert e["PYTHONPATH"] == cluster.python_dir
 
 
@@ -82,11 +82,11 @@ def test_off_changes_nothing(cluster):
 
 
 def test_preload_and_pythonpath_keep_user_entries_without_duplicates(cluster):
-    user = {"LD_PRELOAD": f"{LIBM} {cluster.engine}",
+    user = {"LD_PRELOAD": f"{LIBM} {cluster.preload}",
             "PYTHONPATH": f"/user/a:{cluster.python_dir}:/user/b"}
     envs = cluster.task_envs("-N", "1", "-n", "2", "--horovod=on", env=user)
     for e in envs:
-        assert e["LD_PRELOAD"] == f"{cluster.engine}:{LIBM}"
+        assert e["LD_PRELOAD"] == f"{cluster.preload}:{LIBM}"
         assert e["PYTHONPATH"] == f"{cluster.python_dir}:/user/a:/user/b"
 
 
@@ -130,13 +130,13 @@ def test_verbose_prints_one_line_per_task(cluster):
 
 
 def test_sbatch_option_reaches_every_srun_and_off_overrides(cluster):
-    script = f"""#!/bin/bash
+    script = """#!/bin/bash
 #SBATCH --horovod=on
 #SBATCH -N 2 -n 4 --ntasks-per-node=2
-echo "batch HOROVOD_RANK=${{HOROVOD_RANK:-unset}} LD_PRELOAD=${{LD_PRELOAD:-unset}} PMIX_RANK=${{PMIX_RANK:-unset}} PYTHONPATH=${{PYTHONPATH:-unset}}"
+echo "batch HOROVOD_RANK=${HOROVOD_RANK:-unset} LD_PRELOAD=${LD_PRELOAD:-unset} PMIX_RANK=${PMIX_RANK:-unset} PYTHONPATH=${PYTHONPATH:-unset}"
 srun --immediate=10 bash -c 'echo "on $HOROVOD_RANK $HOROVOD_CROSS_RANK $PMIX_RANK $LD_PRELOAD"'
 srun --immediate=10 -N 1 -n 1 bash -c 'echo "again $HOROVOD_RANK/$HOROVOD_SIZE"'
-srun --immediate=10 --horovod=off bash -c 'echo "off ${{HOROVOD_RANK:-unset}} ${{PMIX_RANK:-unset}} ${{LD_PRELOAD:-unset}}"'
+srun --immediate=10 --horovod=off bash -c 'echo "off ${HOROVOD_RANK:-unset} ${PMIX_RANK:-unset} ${LD_PRELOAD:-unset}"'
 """
     b = cluster.sbatch(script, env={"LD_PRELOAD": None, "PYTHONPATH": None})
     assert (b.state, b.exit_code) == ("COMPLETED", "0:0"), b.output + b.stderr
@@ -144,7 +144,7 @@ srun --immediate=10 --horovod=off bash -c 'echo "off ${{HOROVOD_RANK:-unset}} ${
     # the batch shell itself is not a user step: untouched
     assert "batch HOROVOD_RANK=unset LD_PRELOAD=unset PMIX_RANK=unset PYTHONPATH=unset" in lines
     on = sorted(l for l in lines if l.startswith("on "))
-    assert on == [f"on {r} {r // 2} {r} {cluster.engine}" for r in range(4)]
+    assert on == [f"on {r} {r // 2} {r} {cluster.preload}" for r in range(4)]
     assert [l for l in lines if l.startswith("again ")] == ["again 0/1"]
     assert sorted(l for l in lines if l.startswith("off ")) == ["off unset unset unset"] * 4
 

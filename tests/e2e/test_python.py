@@ -79,7 +79,7 @@ def test_interpreter_with_nothing_of_tandem_is_served_by_the_plugin(cluster, tor
         "%s imports horovod without the plugin: this test needs an interpreter with nothing of "
         "Tandem installed\n%s%s" % (torch_python, r.stdout, r.stderr))
     # With it, on two nodes: the packages come from the plugin's python=
-    # folder and the engine is the plugin's preloaded engine= library.
+    # folder and the engine is the plugin's engine= library, loaded by its preload.
     r = cluster.srun("-N2", "-n2", "--horovod=on", torch_python, "-c", PROBE,
                      env={"PYTHONPATH": None})
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
@@ -88,11 +88,13 @@ def test_interpreter_with_nothing_of_tandem_is_served_by_the_plugin(cluster, tor
     assert sorted(int(l[0]) for l in lines) == [0, 1], r.stdout
     prefix = subprocess.run([torch_python, "-c", "import sys; print(sys.prefix)"],
                             capture_output=True, text=True, check=True).stdout.strip()
-    for rank, got_prefix, horovod_dir, tandem_dir, origin, libs in lines:
+    for _rank, got_prefix, horovod_dir, tandem_dir, origin, libs in lines:
         assert got_prefix == prefix
         assert horovod_dir == tandem_dir == cluster.python_dir
         assert "already loaded" in origin, origin
-        assert libs == os.path.realpath(cluster.engine), libs
+        # One engine, loaded by the plugin's preload (both mapped once).
+        assert libs == ",".join(sorted([os.path.realpath(cluster.preload),
+                                        os.path.realpath(cluster.engine)])), libs
 
 
 def test_four_ranks_on_two_nodes_equal_one_process(cluster, torch_python, tmp_path):
@@ -114,7 +116,7 @@ def test_four_ranks_on_two_nodes_equal_one_process(cluster, torch_python, tmp_pa
                "print(max((a[k] - b[k]).abs().max().item() for k in a))")
     worst = float(subprocess.run([torch_python, "-c", compare, str(one), str(four)],
                                  capture_output=True, text=True, check=True).stdout)
-    # Tolerance and its justification: tests/python/test_equivalence.py.
+    # Tolerance and its justification: tests/python/test_torch_equivalence.py.
     assert worst <= 1e-5, worst
 
 

@@ -2,19 +2,30 @@
 //
 // Every world rank takes part (the bootstrap is world-wide), each for its own
 // group. The steps, all bounded by `timeout`:
-//   1. world rank 0 draws a random secret; the bootstrap broadcasts it;
-//   2. each rank picks its address (interface.h), listens on an ephemeral
-//      port and publishes the endpoint through the bootstrap allgather;
-//      listening happens before publishing, so a peer never connects to a
-//      port that is not open yet;
-//   3. the group connects full-mesh and authenticates (mesh.h);
-//   4. the listener is closed: later connection attempts are refused by the
-//      kernel and cannot reach the job at all.
+//   1. world rank 0 draws a random secret and picks the connection scheme
+//      (TANDEM_TCP_CONNECT); the bootstrap broadcasts both;
+//   2. each rank checks that its planned connections fit under its
+//      descriptor limit, picks its address (interface.h), listens on an
+//      ephemeral port and publishes the endpoint through the bootstrap
+//      allgather; listening happens before publishing, so a peer never
+//      connects to a port that is not open yet;
+//   3. the planned pairs connect and authenticate (connector.h): the peers
+//      the algorithms use, or every pair with the scheme `all`;
+//   4. once every pair is connected (always with `all`) the listener is
+//      closed: later connection attempts are refused by the kernel and
+//      cannot reach the job at all. Otherwise it stays open for the peers
+//      connected on first use, and rejects (and logs) anyone else.
+#include <poll.h>
+
 #include <algorithm>
+#include <cerrno>
 
 #include "common/errors.h"
+#include "common/log.h"
+#include "common/settings.h"
+#include "transport/tcp/connector.h"
+#include "transport/tcp/descriptors.h"
 #include "transport/tcp/interface.h"
-#include "transport/tcp/mesh.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/tcp_transport_impl.h"
 #include "transport/tcp/wire.h"
@@ -47,63 +58,186 @@ bool all_on_my_node(const Identity& id, const std::vector<int>& members) {
                      [&](int r) { return id.node_of_rank[r] == mine; });
 }
 
-}  // namespace
+// Descriptors a transport holds besides its sockets: the listener, the
+// connector's epoll set and retry timer, the transport's wake-up eventfd.
+constexpr size_t kFixedDescriptors = 4;
 
-std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<int>& members,
-                                       std::chrono::milliseconds timeout) {
-  const Identity& id = bootstrap.identity();
-  const int index = check_members(id, members);
-  const auto spin = tcp_spin_from_environment();  // a bad value fails before any exchange
+std::vector<int> checked_plan(int index, int n, const std::vector<int>& planned) {
+  std::vector<int> out;
+  for (int j : planned) {
+    if (j < 0 || j >= n || j == index)
+      throw InvalidArgument("connect_tcp: planned peer " + std::to_string(j) +
+                            " is not another index of this group of " + std::to_string(n));
+    out.push_back(j);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
+// Connects the planned peers, serving every handshake of this rank until
+// they are all there or the deadline passes.
+void connect_planned(tcp::Connector& links, const std::vector<int>& peers,
+                     std::chrono::milliseconds timeout, int world_rank) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int j : peers) links.want(j);
+  for (;;) {
+    links.serve();
+    if (std::all_of(peers.begin(), peers.end(), [&](int j) { return links.socket_of(j) >= 0; }))
+      return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      std::string missing;
+      int shown = 0, left = 0;
+      for (int j : peers) {
+        if (links.socket_of(j) >= 0) continue;
+        if (shown++ < 16) missing += "\n  " + links.waiting_for(j);
+        else ++left;
+      }
+      if (left > 0) missing += "\n  and " + std::to_string(left) + " more";
+      throw TimeoutError("tcp setup (world rank " + std::to_string(world_rank) + "): after " +
+                         std::to_string(timeout.count()) + " ms" + missing +
+                         "\nAre those ranks running, and is the address reachable from here? "
+                         "Set TANDEM_TCP_IFNAME to an interface that reaches them.");
+    }
+    pollfd p{links.wait_fd(), POLLIN, 0};
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    if (::poll(&p, 1, static_cast<int>(ms)) < 0 && errno != EINTR)
+      throw SystemError("tcp setup: poll", errno);
+  }
+}
+
+// World rank 0's secret and connection scheme, in one round; every rank
+// parses its own setting so that a malformed one is an error wherever it is.
+struct Agreed {
   tcp::Secret secret{};
-  if (id.rank == 0) secret = tcp::random_secret();
-  const Bytes shared = bootstrap.broadcast(Bytes(secret.begin(), secret.end()), 0, timeout);
-  if (shared.size() != secret.size())
+  ConnectScheme scheme = ConnectScheme::kPlanned;
+};
+
+Agreed agree(Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
+  (void)connect_scheme_from_environment();
+  Bytes mine;
+  if (bootstrap.identity().rank == 0) {
+    const tcp::Secret s = tcp::random_secret();
+    mine.assign(s.begin(), s.end());
+    mine.push_back(static_cast<uint8_t>(connect_scheme_from_environment()));
+  }
+  const Bytes shared = bootstrap.broadcast(mine, 0, timeout);
+  Agreed a;
+  if (shared.size() != a.secret.size() + 1)
     throw BootstrapError("connect_tcp: the job secret from world rank 0 has " +
                          std::to_string(shared.size()) + " bytes, expected " +
-                         std::to_string(secret.size()));
-  std::copy(shared.begin(), shared.end(), secret.begin());
+                         std::to_string(a.secret.size() + 1) +
+                         ": every rank must run the same Tandem version");
+  std::copy(shared.begin(), shared.begin() + static_cast<std::ptrdiff_t>(a.secret.size()),
+            a.secret.begin());
+  a.scheme = static_cast<ConnectScheme>(shared.back());
+  return a;
+}
 
-  // A group of one needs no socket, but still joins the world's allgather.
+// Checks the descriptor budget, then listens; the endpoint to publish.
+tcp::Fd listen_for(const Identity& id, const std::vector<int>& members, size_t peers,
+                   bool everyone, Bytes& endpoint) {
+  const std::string n = std::to_string(members.size());
+  tcp::check_descriptor_budget(
+      "tcp setup (world rank " + std::to_string(id.rank) + ")", peers + kFixedDescriptors,
+      std::to_string(peers) +
+          (everyone ? " connections, one to every other rank of a group of " + n
+                    : " connections the algorithms use in a group of " + n) +
+          ", and " + std::to_string(kFixedDescriptors) + " for the listener and wake-ups" +
+          (everyone ? "; TANDEM_TCP_CONNECT=planned needs about 2 log2(n)" : ""));
+  std::string why;
+  tcp::SockAddr addr = tcp::choose_listen_address(all_on_my_node(id, members), why);
   tcp::Fd listener;
-  Bytes endpoint;
-  if (members.size() > 1) {
-    std::string why;
-    tcp::SockAddr addr = tcp::choose_listen_address(all_on_my_node(id, members), why);
-    try {
-      listener = tcp::listen_on(addr);
-    } catch (const SystemError& e) {
-      throw SystemError(std::string(e.what()) + " (address chosen by " + why + ")", e.code());
-    }
-    endpoint = tcp::encode_endpoint(addr);
+  try {
+    listener = tcp::listen_on(addr);
+  } catch (const SystemError& e) {
+    throw SystemError(std::string(e.what()) + " (address chosen by " + why + ")", e.code());
   }
-  const std::vector<Bytes> all = bootstrap.allgather(endpoint, timeout);
+  endpoint = tcp::encode_endpoint(addr);
+  TANDEM_DEBUG(tcp, "group of %zu: listening on %s (%s)", members.size(),
+               tcp::to_string(addr).c_str(), why.c_str());
+  return listener;
+}
 
-  if (members.size() == 1) {
-    std::vector<tcp::Fd> none(1);
-    return std::make_unique<tcp::TcpTransport>(0, members, std::move(none),
-                                               std::vector<std::string>{"(this rank)"}, timeout,
-                                               spin);
-  }
-  tcp::MeshPlan plan;
-  plan.world_rank = id.rank;
-  plan.index = index;
-  plan.members = members;
-  plan.secret = secret;
-  plan.timeout = timeout;
-  std::vector<std::string> addresses;
+std::vector<tcp::SockAddr> endpoints_of(const std::vector<int>& members,
+                                        const std::vector<Bytes>& all) {
+  std::vector<tcp::SockAddr> out;
   for (int r : members) {
     const auto a = tcp::decode_endpoint(all.at(static_cast<size_t>(r)));
     if (!a)
       throw BootstrapError("connect_tcp: world rank " + std::to_string(r) +
                            " published no TCP endpoint: every member of a group must call "
                            "connect_tcp with the same members, from the same Tandem version");
-    plan.addrs.push_back(*a);
-    addresses.push_back(tcp::to_string(*a));
+    out.push_back(*a);
   }
-  std::vector<tcp::Fd> fds = tcp::connect_mesh(std::move(listener), plan);
-  return std::make_unique<tcp::TcpTransport>(index, members, std::move(fds), std::move(addresses),
-                                             timeout, spin);
+  return out;
+}
+
+std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<int>& members,
+                                        std::chrono::milliseconds timeout,
+                                        const std::vector<int>* planned) {
+  const Identity& id = bootstrap.identity();
+  const int index = check_members(id, members);
+  const int n = static_cast<int>(members.size());
+  const auto spin = tcp_spin_from_environment();  // a bad value fails before any exchange
+  const std::vector<int> plan = planned ? checked_plan(index, n, *planned) : std::vector<int>{};
+  const Agreed agreed = agree(bootstrap, timeout);
+  const bool everyone = planned == nullptr || agreed.scheme == ConnectScheme::kAll;
+  std::vector<int> peers = plan;
+  if (everyone) {
+    peers.clear();
+    for (int j = 0; j < n; ++j)
+      if (j != index) peers.push_back(j);
+  }
+  // A group of one needs no socket, but still joins the world's allgather.
+  Bytes endpoint;
+  tcp::Fd listener;
+  if (n > 1) listener = listen_for(id, members, peers.size(), everyone, endpoint);
+  const std::vector<Bytes> all = bootstrap.allgather(endpoint, timeout);
+  if (n == 1) return std::make_unique<tcp::TcpTransport>(0, members, nullptr, timeout, spin);
+
+  tcp::ConnectPlan cp;
+  cp.world_rank = id.rank;
+  cp.index = index;
+  cp.members = members;
+  cp.secret = agreed.secret;
+  cp.timeout = timeout;
+  cp.addrs = endpoints_of(members, all);
+  auto links = std::make_unique<tcp::Connector>(std::move(listener), std::move(cp));
+  connect_planned(*links, peers, timeout, id.rank);
+  links->end_setup();
+  if (TANDEM_LOG_ENABLED(kDebug, tcp)) {
+    std::string connected;
+    for (int j : peers)
+      connected += (connected.empty() ? "" : ", ") + links->who(j);
+    if (connected.empty()) connected = "none; every peer connects on first use";
+    TANDEM_DEBUG(tcp, "group of %d: connected and authenticated at set-up (%s): %s", n,
+                 everyone ? "every pair" : "the peers the algorithms use", connected.c_str());
+  }
+  return std::make_unique<tcp::TcpTransport>(index, members, std::move(links), timeout, spin);
+}
+
+}  // namespace
+
+std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<int>& members,
+                                       std::chrono::milliseconds timeout) {
+  return connect_with(bootstrap, members, timeout, nullptr);
+}
+
+std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<int>& members,
+                                       std::chrono::milliseconds timeout,
+                                       const std::vector<int>& planned) {
+  return connect_with(bootstrap, members, timeout, &planned);
+}
+
+ConnectScheme connect_scheme_from_environment() {
+  const std::string v = env_string(kConnectVariable, "planned");
+  if (v == "planned") return ConnectScheme::kPlanned;
+  if (v == "all") return ConnectScheme::kAll;
+  throw InvalidArgument(std::string(kConnectVariable) + "='" + v +
+                        "' is not a connection scheme; expected planned (the peers the "
+                        "algorithms use, others on first use) or all (every pair at start-up)");
 }
 
 }  // namespace tandem

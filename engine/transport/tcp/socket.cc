@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "common/errors.h"
+#include "transport/tcp/descriptors.h"
 
 namespace tandem {
 namespace tcp {
@@ -45,7 +46,11 @@ std::string to_string(const SockAddr& addr) {
 
 Fd listen_on(SockAddr& addr) {
   Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) throw SystemError("tcp: socket() for listening on " + to_string(addr), errno);
+  if (!fd.valid()) {
+    const int err = errno;
+    throw SystemError("tcp: socket() for listening on " + to_string(addr) + descriptor_advice(err),
+                      err);
+  }
   if (::bind(fd.get(), addr.get(), addr.len) != 0)
     throw SystemError("tcp: bind " + to_string(addr), errno);
   // The backlog holds every group member plus some foreign connections while
@@ -59,7 +64,11 @@ Fd listen_on(SockAddr& addr) {
 
 Fd start_connect(const SockAddr& addr) {
   Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) throw SystemError("tcp: socket() to connect to " + to_string(addr), errno);
+  if (!fd.valid()) {
+    const int err = errno;
+    throw SystemError("tcp: socket() to connect to " + to_string(addr) + descriptor_advice(err),
+                      err);
+  }
   if (::connect(fd.get(), addr.get(), addr.len) != 0 && errno != EINPROGRESS)
     throw SystemError("tcp: connect to " + to_string(addr), errno);
   return fd;
@@ -76,8 +85,10 @@ Fd accept_from(int listener, SockAddr& peer) {
     case EPROTO:
     case EPERM:
       return Fd();
-    default:
-      throw SystemError("tcp: accept", errno);
+    default: {
+      const int err = errno;
+      throw SystemError("tcp: accept" + descriptor_advice(err), err);
+    }
   }
 }
 

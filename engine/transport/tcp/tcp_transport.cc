@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/log.h"
 #include "common/settings.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/wire.h"
@@ -88,18 +89,12 @@ bool spare_cpu(Clock::time_point now) {
 
 }  // namespace
 
-TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> fds,
-                           std::vector<std::string> addresses, std::chrono::milliseconds timeout,
-                           std::chrono::microseconds spin)
-    : rank_(rank), members_(std::move(members)), timeout_(timeout), spin_(spin) {
+TcpTransport::TcpTransport(int rank, std::vector<int> members, std::unique_ptr<Connector> links,
+                           std::chrono::milliseconds timeout, std::chrono::microseconds spin)
+    : rank_(rank), members_(std::move(members)), timeout_(timeout), spin_(spin),
+      links_(std::move(links)) {
   stats_.on = tcp_stats_from_environment();
-  for (size_t j = 0; j < fds.size(); ++j) {
-    auto p = std::make_unique<PeerLink>();
-    p->fd = std::move(fds[j]);
-    p->world_rank = members_[j];
-    p->address = addresses[j];
-    peers_.push_back(std::move(p));
-  }
+  for (size_t j = 0; j < members_.size(); ++j) peers_.push_back(std::make_unique<PeerLink>());
   wake_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_.valid()) throw SystemError("tcp: eventfd", errno);
 }
@@ -107,20 +102,29 @@ TcpTransport::TcpTransport(int rank, std::vector<int> members, std::vector<Fd> f
 TcpTransport::~TcpTransport() {
   if (!stats_.on) return;
   auto v = [](const std::atomic<uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
-  std::fprintf(stderr,
-               "tandem[world rank %d] tcp stats, group of %d: %llu calls: %llu done without waiting, "
+  char line[1024];
+  std::snprintf(line, sizeof line,
+               "stats, world rank %d, group of %d, %d connected: %llu calls: %llu done without waiting, "
                "%llu caught while spinning, %llu slept (%llu sleeps, %.1f ms asleep); spins: %llu gave "
                "up just before the answer (pauses), %llu skipped paused, %llu skipped with no spare "
-               "CPU\n",
-               members_[rank_], size(), v(stats_.calls), v(stats_.no_wait), v(stats_.caught_spinning),
+               "CPU",
+               members_[rank_], size(), links_ ? links_->connected() : 0, v(stats_.calls), v(stats_.no_wait), v(stats_.caught_spinning),
                v(stats_.calls_that_slept), v(stats_.sleeps), stats_.slept_ns.load() / 1e6,
                v(stats_.penalties), v(stats_.paused), v(stats_.no_spare_cpu));
+  TANDEM_LOG_ALWAYS(kInfo, tcp, line);  // asked for with TANDEM_TCP_STATS
 }
 
-std::string TcpTransport::who(int peer) const {
-  return "rank " + std::to_string(peer) + " (world rank " + std::to_string(members_[peer]) +
-         ") at " + peers_[peer]->address;
+std::string TcpTransport::describe() const {
+  std::string text = "tcp, group of " + std::to_string(size());
+  if (links_) {
+    const int n = links_->connected();
+    text += " (this is " + links_->who(rank_) + "; " + std::to_string(n) +
+            (n == 1 ? " peer" : " peers") + " connected at set-up, the others on first use)";
+  }
+  return text + ", spinning " + std::to_string(spin_.count()) + " us before sleeping";
 }
+
+std::string TcpTransport::who(int peer) const { return links_->who(peer); }
 
 void TcpTransport::check_peer(int peer, const char* what) const {
   if (peer < 0 || peer >= size() || peer == rank_)
@@ -195,6 +199,8 @@ bool TcpTransport::progress(Transfer& t) {
     }
     if (r > 0) {
       t.done += static_cast<size_t>(r);
+      (t.is_send ? bytes_sent_ : bytes_received_).fetch_add(static_cast<uint64_t>(r),
+                                                            std::memory_order_relaxed);
       t.last_progress = Clock::now();
       if (!t.is_send && !t.header_checked && t.done >= kHeaderBytes) {
         t.header_checked = true;
@@ -217,11 +223,53 @@ bool TcpTransport::progress(Transfer& t) {
   return t.complete();
 }
 
+void TcpTransport::serve_links() {
+  try {
+    links_->serve();
+  } catch (const Error&) {
+    fail(std::current_exception());
+  }
+}
+
+// First use of a peer outside the set-up plan: want() starts the
+// connection (or, when the peer opens the pair, notes it is awaited), and
+// the loop serves every handshake of this rank until the peers are
+// connected, the transport fails, or the timeout passes. It serves the
+// listener too, so two ranks that each wait for a connection from the
+// other's side always get one.
+void TcpTransport::connect_peers(Transfer* ts, int count, Clock::time_point start) {
+  auto missing = [&] {
+    for (int i = 0; i < count; ++i)
+      if (links_->socket_of(ts[i].peer) < 0) return i;
+    return -1;
+  };
+  if (missing() < 0) return;
+  for (int i = 0; i < count; ++i) links_->want(ts[i].peer);
+  const auto deadline = start + timeout_;
+  for (;;) {
+    serve_links();
+    const int i = missing();
+    if (i < 0) return;
+    const auto now = Clock::now();
+    if (now >= deadline)
+      fail(Kind::kTimeout, "tcp: no connection within " + std::to_string(timeout_.count()) +
+                               " ms: " + links_->waiting_for(ts[i].peer) +
+                               "; the peer may be stopped, hung or far behind: raise "
+                               "TANDEM_TIMEOUT if it is only slow");
+    pollfd pfds[2] = {{links_->wait_fd(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    const int rc = ::poll(pfds, 2, static_cast<int>(ms));
+    if (rc < 0 && errno != EINTR) throw SystemError("tcp: poll", errno);
+    if (rc > 0 && pfds[1].revents != 0) throw_stored();
+  }
+}
+
 void TcpTransport::run(Transfer* ts, int count) {
   throw_if_failed();
   const auto start = Clock::now();
+  connect_peers(ts, count, start);
   for (int i = 0; i < count; ++i) {
-    ts[i].fd = peers_[ts[i].peer]->fd.get();
+    ts[i].fd = links_->socket_of(ts[i].peer);
     ts[i].last_progress = start;
     // A sendrecv moves both directions a piece at a time (each waits at a
     // piece boundary for the other), 128 KiB: a piece of 256 KiB or more
@@ -233,8 +281,8 @@ void TcpTransport::run(Transfer* ts, int count) {
     if (ts[i].is_send) encode_length(ts[i].header, ts[i].bytes);
     progress(ts[i]);
   }
-  pollfd pfds[3];
-  int which[3];
+  pollfd pfds[4];
+  int which[4];
   auto moved = start;  // when a byte last moved in either direction
   auto last_try = start;
   // Whether to spin before the next sleep: asked again after every wake-up,
@@ -321,8 +369,13 @@ void TcpTransport::run(Transfer* ts, int count) {
       }
     }
     pfds[n] = {wake_.get(), POLLIN, 0};
+    // While peers may still connect to this rank, a wait answers them: the
+    // peer may need its connection before it can send what this call waits
+    // for.
+    const bool serve = links_->active();
+    if (serve) pfds[n + 1] = {links_->wait_fd(), POLLIN, 0};
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    const int rc = ::poll(pfds, static_cast<nfds_t>(n + 1), static_cast<int>(ms));
+    const int rc = ::poll(pfds, static_cast<nfds_t>(n + 1 + (serve ? 1 : 0)), static_cast<int>(ms));
     const auto woke = Clock::now();
     if (stats_.on) {
       if (!slept) tally(stats_.calls_that_slept);
@@ -339,6 +392,7 @@ void TcpTransport::run(Transfer* ts, int count) {
     if (rc < 0 && errno != EINTR) throw SystemError("tcp: poll", errno);
     if (rc <= 0) continue;
     if (pfds[n].revents != 0) throw_stored();
+    if (serve && pfds[n + 1].revents != 0) serve_links();
     for (int k = 0; k < n; ++k) {
       Transfer& t = ts[which[k]];
       const short re = pfds[k].revents;
@@ -372,17 +426,26 @@ void TcpTransport::judge_spin(Clock::time_point slept, Clock::time_point woke) {
 }
 
 void TcpTransport::fail(Kind kind, const std::string& message) {
+  switch (kind) {
+    case Kind::kPeerLost: fail(std::make_exception_ptr(PeerLostError(message)));
+    case Kind::kTimeout: fail(std::make_exception_ptr(TimeoutError(message)));
+    case Kind::kMismatch: fail(std::make_exception_ptr(MismatchError(message)));
+    case Kind::kAborted: break;
+  }
+  fail(std::make_exception_ptr(AbortedError(message)));
+}
+
+void TcpTransport::fail(std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (!failed_.load()) {
-      failure_kind_ = kind;
-      failure_message_ = message;
+      failure_ = std::move(error);
       failed_.store(true);
       const uint64_t one = 1;
       (void)!::write(wake_.get(), &one, sizeof one);
-      // Peers waiting on this rank learn at once instead of by timeout.
-      for (auto& p : peers_)
-        if (p->fd.valid()) ::shutdown(p->fd.get(), SHUT_RDWR);
+      // Peers waiting on this rank learn at once instead of by timeout,
+      // and a peer that would connect later is refused.
+      if (links_) links_->shut_down();
     }
   }
   throw_stored();
@@ -393,14 +456,20 @@ void TcpTransport::throw_if_failed() {
 }
 
 void TcpTransport::throw_stored() {
-  std::lock_guard<std::mutex> lock(failure_mu_);
-  switch (failure_kind_) {
-    case Kind::kPeerLost: throw PeerLostError(failure_message_);
-    case Kind::kTimeout: throw TimeoutError(failure_message_);
-    case Kind::kMismatch: throw MismatchError(failure_message_);
-    case Kind::kAborted: break;
+  std::exception_ptr e;
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    e = failure_;
   }
-  throw AbortedError(failure_message_);
+  std::rethrow_exception(e);
+}
+
+Transport::Traffic TcpTransport::traffic() const {
+  Traffic t;
+  t.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
+  t.bytes_received = bytes_received_.load(std::memory_order_relaxed);
+  t.connections = links_ ? links_->connected() : 0;
+  return t;
 }
 
 void TcpTransport::abort(const std::string& why) {

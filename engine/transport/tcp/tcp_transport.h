@@ -17,8 +17,27 @@ namespace tandem {
 // Listens on the interface from TANDEM_TCP_IFNAME (set per task by the
 // plugin) or the default one; addresses and a per-job secret travel through
 // the bootstrap. Connections that do not present the secret are rejected.
+//
+// `planned`: the group indices this rank connects during set-up (the
+// collectives' partners: collectives/partners.h); every other peer is
+// connected on first use. The plan must be symmetric across the group.
+// Without it, or with TANDEM_TCP_CONNECT=all (world rank 0's value counts),
+// every pair is connected during set-up (a full mesh) and the listener is
+// closed afterwards. Before it opens anything the transport checks that the
+// planned connections fit under RLIMIT_NOFILE (docs/tcp.md).
 std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<int>& members,
                                        std::chrono::milliseconds timeout);
+std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<int>& members,
+                                       std::chrono::milliseconds timeout,
+                                       const std::vector<int>& planned);
+
+// TANDEM_TCP_CONNECT: `planned` (default) connects at set-up only the peers
+// the algorithms use and any other on first use; `all` connects every pair
+// at set-up, as Tandem did before (kept to compare the two: the scale
+// harness, contrib/bench/scale.sh). World rank 0's value is used everywhere.
+constexpr const char* kConnectVariable = "TANDEM_TCP_CONNECT";
+enum class ConnectScheme : uint8_t { kPlanned = 1, kAll = 2 };
+ConnectScheme connect_scheme_from_environment();
 
 // TANDEM_TCP_SPIN_US: how long a call keeps polling its sockets without
 // sleeping (yielding the CPU between tries) after the last byte moved, before

@@ -27,22 +27,33 @@
 // message on a slow link is not. A peer that closes or resets its socket (it
 // died, or its transport failed) fails the call with PeerLostError at once.
 //
+// Connections: the peers the algorithms plan are connected at set-up
+// (connect.cc); a call to any other peer first connects it (connector.h),
+// and a call that waits for anything also answers peers connecting to this
+// rank, so a rank inside any call of the transport can be reached.
+//
 // Failure is sticky and transport-wide: the first error (lost peer, timeout,
 // mismatch, abort) is stored, every pending call is woken through the
-// eventfd and fails with it, later calls fail with it too, and every socket
-// is shut down so that the peers' pending calls fail promptly as well instead
-// of waiting for their own timeout. After a failure the byte streams are out
-// of step, so nothing could be resumed safely anyway.
+// eventfd and fails with it, later calls fail with it too, every socket is
+// shut down and the listener closed, so that the peers' pending calls fail
+// promptly as well instead of waiting for their own timeout, and so that a
+// peer connecting later is refused. A rank without a socket to the rank that
+// died learns of it this way, through the partners it waits on: each rank
+// that fails shuts down its sockets, which fails the ranks waiting on it
+// (docs/tcp.md, "Failure across partners"). After a failure the byte streams
+// are out of step, so nothing could be resumed safely anyway.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "transport/tcp/connector.h"
 #include "transport/tcp/socket.h"
 #include "transport/transport.h"
 
@@ -50,18 +61,16 @@ namespace tandem {
 namespace tcp {
 
 struct PeerLink {
-  Fd fd;
-  int world_rank = -1;
-  std::string address;
   std::mutex send_mu;
   std::mutex recv_mu;
 };
 
 class TcpTransport : public Transport {
  public:
-  // fds by group index; the slot at `rank` is unused.
-  TcpTransport(int rank, std::vector<int> members, std::vector<Fd> fds,
-               std::vector<std::string> addresses, std::chrono::milliseconds timeout,
+  // `links` holds the connections made at set-up and makes the others on
+  // first use; null for a group of one.
+  TcpTransport(int rank, std::vector<int> members, std::unique_ptr<Connector> links,
+               std::chrono::milliseconds timeout,
                std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpTransport() override;
 
@@ -72,6 +81,8 @@ class TcpTransport : public Transport {
   void sendrecv(int to, const void* send_data, size_t send_bytes, int from, void* recv_data,
                 size_t recv_bytes) override;
   void abort(const std::string& why) override;
+  Traffic traffic() const override;
+  std::string describe() const override;
 
   struct Transfer;  // one direction of one call, defined in the .cc
 
@@ -79,6 +90,10 @@ class TcpTransport : public Transport {
   enum class Kind { kPeerLost, kTimeout, kMismatch, kAborted };
   void check_peer(int peer, const char* what) const;
   void run(Transfer* transfers, int count);
+  // Connects the transfers' peers that have no socket yet (first use).
+  void connect_peers(Transfer* transfers, int count, std::chrono::steady_clock::time_point start);
+  // links_->serve(), its errors made this transport's failure.
+  void serve_links();
   bool progress(Transfer& t);  // true when complete
   void judge_spin(std::chrono::steady_clock::time_point slept,
                   std::chrono::steady_clock::time_point woke);
@@ -92,6 +107,7 @@ class TcpTransport : public Transport {
     if (stats_.on) c.fetch_add(1, std::memory_order_relaxed);
   }
   [[noreturn]] void fail(Kind kind, const std::string& message);
+  [[noreturn]] void fail(std::exception_ptr error);
   void throw_if_failed();
   [[noreturn]] void throw_stored();
   std::string who(int peer) const;
@@ -100,6 +116,7 @@ class TcpTransport : public Transport {
   const std::vector<int> members_;
   const std::chrono::milliseconds timeout_;
   const std::chrono::microseconds spin_;
+  std::unique_ptr<Connector> links_;
   std::vector<std::unique_ptr<PeerLink>> peers_;
   Fd wake_;  // eventfd, readable once the transport has failed
 
@@ -108,10 +125,10 @@ class TcpTransport : public Transport {
   std::atomic<int64_t> no_spin_until_{0};
   std::atomic<int64_t> spin_penalty_{0};
   Stats stats_;
+  std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
   std::atomic<bool> failed_{false};
   std::mutex failure_mu_;
-  Kind failure_kind_ = Kind::kAborted;
-  std::string failure_message_;
+  std::exception_ptr failure_;
 };
 
 }  // namespace tcp

@@ -6,16 +6,19 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "common/errors.h"
+#include "transport/tcp/interface.h"
 
 namespace tandem {
 namespace tcp {
 namespace {
 
-constexpr size_t kDatagramBytes = sizeof(WakeRelay::Key) + sizeof(uint64_t);
+// key, round, origin node
+constexpr size_t kDatagramBytes = sizeof(WakeRelay::Key) + sizeof(uint64_t) + sizeof(uint32_t);
 
 Fd udp_socket(int family, const std::string& what) {
   Fd fd(::socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -52,11 +55,11 @@ bool decode(const Bytes& blob, WakeRelay::Key* key, SockAddr* addr) {
 
 }  // namespace
 
-std::unique_ptr<WakeRelay> WakeRelay::create(Bootstrap& world, Doorbell& doorbell, bool wanted,
+std::unique_ptr<WakeRelay> WakeRelay::create(Bootstrap& world, RingLocal ring, bool wanted,
                                              SockAddr listen, std::chrono::milliseconds timeout) {
   const Identity& id = world.identity();
   const bool leader = id.local_rank == 0;
-  std::unique_ptr<WakeRelay> relay(new WakeRelay(doorbell));
+  std::unique_ptr<WakeRelay> relay(new WakeRelay(std::move(ring)));
   Bytes mine{static_cast<uint8_t>(wanted ? 1 : 0)};
   if (leader && wanted) {
     WakeRelay& w = *relay;
@@ -76,16 +79,18 @@ std::unique_ptr<WakeRelay> WakeRelay::create(Bootstrap& world, Doorbell& doorbel
   const std::vector<Bytes> all = world.allgather(mine, timeout);
   for (size_t r = 0; r < all.size(); ++r)
     if (all[r].empty() || all[r][0] != 1) return nullptr;  // every rank decides the same
+  relay->node_ = static_cast<uint32_t>(std::max(0, id.cross_rank));
+  relay->peers_.resize(static_cast<size_t>(std::max(1, id.cross_size)));
+  int family = -1;
   for (size_t r = 0; r < all.size(); ++r) {
-    const bool same_node = id.node_of_rank.empty() || id.node_of_rank.at(r) == id.cross_rank;
-    if (all[r].size() == 1 || same_node) continue;  // not a leader, or this node's
-    Peer p;
+    const int node = id.node_of_rank.empty() ? 0 : id.node_of_rank.at(r);
+    if (all[r].size() == 1 || node == id.cross_rank) continue;  // not a leader, or this node's
+    Peer& p = relay->peers_.at(static_cast<size_t>(node));
     if (!decode(all[r], &p.key, &p.addr))
       throw Error("wake relay: rank " + std::to_string(r) + " published a malformed address");
-    relay->others_.push_back(p);
+    family = p.addr.family();
   }
-  if (!relay->others_.empty())
-    relay->sender_ = udp_socket(relay->others_.front().addr.family(), "to send wake-ups");
+  if (family >= 0) relay->sender_ = udp_socket(family, "to send wake-ups");
   if (leader) relay->thread_ = std::thread([r = relay.get()] { r->serve(); });
   return relay;
 }
@@ -97,15 +102,34 @@ WakeRelay::~WakeRelay() {
   thread_.join();
 }
 
-void WakeRelay::forward(uint64_t round) {
+void WakeRelay::forward(uint64_t round) { pass_on(round, node_); }
+
+// The binomial tree of broadcast_binomial (collectives/broadcast.cc) over
+// the nodes renumbered from the origin: node v receives from v minus its
+// lowest set bit and passes on to v + m for every power of two m below
+// that bit (below the node count for the origin).
+void WakeRelay::pass_on(uint64_t round, uint32_t origin) {
+  const uint32_t n = static_cast<uint32_t>(peers_.size());
+  if (n <= 1 || !sender_.valid()) return;
+  const uint32_t v = (node_ + n - origin) % n;
+  uint32_t low = 1;
+  if (v == 0) {
+    while (low < n) low <<= 1;
+  } else {
+    low = v & (~v + 1);
+  }
   uint8_t d[kDatagramBytes];
   std::memcpy(d + sizeof(Key), &round, sizeof round);
-  for (const Peer& p : others_) {
+  std::memcpy(d + sizeof(Key) + sizeof round, &origin, sizeof origin);
+  for (uint32_t m = low >> 1; m > 0; m >>= 1) {
+    if (v + m >= n) continue;
+    const Peer& p = peers_[(origin + v + m) % n];
     std::memcpy(d, p.key.data(), p.key.size());
     // Best effort: a full socket buffer or an unreachable node only delays
     // the wake-up until the receiver's fallback round.
     (void)::sendto(sender_.get(), d, sizeof d, MSG_DONTWAIT | MSG_NOSIGNAL, p.addr.get(),
                    p.addr.len);
+    sent_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -125,12 +149,24 @@ void WakeRelay::serve() {
           std::memcmp(d, key_.data(), key_.size()) != 0)
         continue;
       uint64_t round = 0;
+      uint32_t origin = 0;
       std::memcpy(&round, d + sizeof(Key), sizeof round);
+      std::memcpy(&origin, d + sizeof(Key) + sizeof round, sizeof origin);
+      if (origin >= peers_.size() || origin == node_) continue;
       relayed_.fetch_add(1);  // first: whoever the doorbell wakes sees it counted
-      doorbell_.relay(round);
+      ring_(round);
+      pass_on(round, origin);
     }
   }
 }
 
 }  // namespace tcp
+
+std::unique_ptr<RoundRelay> connect_wake_relay(Bootstrap& world, RingLocal ring, bool wanted,
+                                               std::chrono::milliseconds timeout) {
+  std::string why;
+  return tcp::WakeRelay::create(world, std::move(ring), wanted,
+                                tcp::choose_listen_address(false, why), timeout);
+}
+
 }  // namespace tandem

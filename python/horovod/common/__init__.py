@@ -1,1 +1,1 @@
-"""horovod.common, as far as scripts reach into it (exceptions)."""
+"""horovod.common, as far as scripts reach into it (exceptions, elastic)."""

@@ -5,7 +5,7 @@ from tandem._basics import (  # noqa: F401
     shutdown, size,
 )
 from tandem.tensorflow import init  # noqa: F401
-from tandem.tensorflow.mpi_ops import *  # noqa: F401,F403
+from tandem.tensorflow.mpi_ops import *  # noqa: F403
 from tandem.tensorflow.mpi_ops import (  # noqa: F401
     _allreduce, _grouped_allreduce, _grouped_reducescatter, _reducescatter,
 )

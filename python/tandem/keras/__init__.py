@@ -12,33 +12,33 @@ import keras as _keras
 
 if not str(getattr(_keras, "__version__", "0")).startswith("3."):
     raise ImportError(
-        "tandem.keras serves Keras 3; this interpreter's keras is %s. With Keras 2 "
-        "(tf_keras, TF_USE_LEGACY_KERAS=1) use Horovod's own horovod.keras, or install "
-        "keras>=3" % getattr(_keras, "__version__", "unknown"))
+        "tandem.keras serves Keras 3; this interpreter's keras is %s. Keras 2 is served by "
+        "tandem.keras2, which horovod.keras and horovod.tensorflow.keras choose by "
+        "themselves" % getattr(_keras, "__version__", "unknown"))
 
 import numpy as _np
 
-from tandem import _arrays, _basics, _dtypes, _ops
+from tandem import _arrays, _names, _ops
 from tandem import errors as _errors
-from tandem._basics import (  # noqa: F401
-    rank, size, local_rank, local_size, cross_rank, cross_size, is_initialized,
-    is_homogeneous, shutdown,
+from tandem._basics import (
+    cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank, local_size,
+    rank, shutdown, size, start_timeline, stop_timeline,
 )
-from tandem._built import (  # noqa: F401
+from tandem._built import (
     ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, mpi_built, mpi_enabled,
     mpi_threads_supported, nccl_built, rocm_built,
 )
-from tandem._ops import Adasum, Average, Sum  # noqa: F401
-from tandem.errors import TandemError  # noqa: F401
-from tandem.process_sets import (  # noqa: F401
+from tandem._ops import Adasum, Average, Sum
+from tandem.errors import TandemError
+from tandem.process_sets import (
     ProcessSet, add_process_set, global_process_set, remove_process_set,
 )
-from tandem.keras import _compat, callbacks  # noqa: F401
-from tandem.keras.compression import Compression  # noqa: F401
-from tandem.keras.optimizer import (  # noqa: F401
+from tandem.keras import _compat, callbacks
+from tandem.keras.compression import Compression
+from tandem.keras.optimizer import (
     DistributedOptimizer, PartialDistributedOptimizer,
 )
-from tandem.keras.saving import load_model  # noqa: F401
+from tandem.keras.saving import load_model
 from tandem import process_sets as _ps
 
 _compat.install()
@@ -54,31 +54,6 @@ __all__ = [
     "allreduce", "allgather", "broadcast", "reducescatter", "broadcast_global_variables",
     "broadcast_variables",
 ]
-
-
-def init(comm=None, process_sets=None):
-    """Joins the job. ``comm`` (an MPI communicator in Horovod) is not
-    supported: Tandem joins through PMIx or tandem-run's rendezvous."""
-    if comm is not None:
-        raise _errors.make("TANDEM_ERR_UNSUPPORTED",
-                           "init(comm=...): Tandem does not run on MPI communicators; call "
-                           "init() and let srun --horovod=on or tandem-run start the ranks")
-    _basics.init()
-    _dtypes.verify()
-    if process_sets:
-        for process_set in process_sets:
-            add_process_set(process_set)
-
-
-def start_timeline(file_path, mark_cycles=False):
-    """Starts the Chrome-trace timeline (written by rank 0); call on every rank."""
-    from tandem import _collectives
-    _collectives.start_timeline(file_path, mark_cycles)
-
-
-def stop_timeline():
-    from tandem import _collectives
-    _collectives.stop_timeline()
 
 
 # ------------------------------------------------ value-level collectives
@@ -101,20 +76,20 @@ def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_fac
     signature; host values travel uncompressed."""
     del compression
     op = _ops.resolve_op(op, average, "allreduce")
-    return _tensor(_arrays.start_allreduce(_ops.auto_name(name, "keras.allreduce"),
+    return _tensor(_arrays.start_allreduce(_names.given_or_unnamed(name, "keras.allreduce"),
                                            _numpy(value), op, float(prescale_factor),
                                            float(postscale_factor)).wait())
 
 
 def allgather(value, name=None):
     """Every rank's ``value`` concatenated along the first dimension."""
-    return _tensor(_arrays.start_allgather(_ops.auto_name(name, "keras.allgather"),
+    return _tensor(_arrays.start_allgather(_names.given_or_unnamed(name, "keras.allgather"),
                                            _numpy(value)).wait())
 
 
 def broadcast(value, root_rank, name=None):
     """root_rank's ``value`` on every rank."""
-    return _tensor(_arrays.start_broadcast(_ops.auto_name(name, "keras.broadcast"),
+    return _tensor(_arrays.start_broadcast(_names.given_or_unnamed(name, "keras.broadcast"),
                                            _numpy(value), root_rank).wait())
 
 
@@ -122,7 +97,7 @@ def reducescatter(value, name=None, op=Average):
     """The reduction of ``value`` with each rank keeping its share of the first
     dimension (the first ranks one more row when it does not divide)."""
     op = _ops.resolve_op(op, None, "reducescatter")
-    return _tensor(_arrays.start_reducescatter(_ops.auto_name(name, "keras.reducescatter"),
+    return _tensor(_arrays.start_reducescatter(_names.given_or_unnamed(name, "keras.reducescatter"),
                                                _numpy(value), op).wait())
 
 
@@ -140,3 +115,10 @@ def broadcast_global_variables(root_rank):
 def broadcast_variables(variables, root_rank, process_set=_ps.global_process_set):
     """Overwrites every rank's ``variables`` with root_rank's values."""
     callbacks.broadcast_variables(list(variables), root_rank, process_set)
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -8,9 +8,10 @@ the same code for every Keras backend. Semantics are Horovod's
 * BroadcastGlobalVariablesCallback: the root's model variables (weights and
   non-trainable state) and optimizer variables (slots, iterations, learning
   rate) overwrite every other rank's; random generators' states (Dropout's
-  SeedGenerator) are left alone, so each rank keeps its own random stream. Keras 3 builds the model and optimizer
-  before ``on_train_begin``, so the broadcast happens there and the first step
-  already starts from the root's state; Horovod (Keras 2, where optimizer
+  SeedGenerator) are left alone, so each rank keeps its own random stream.
+  Keras 3 builds the model and optimizer before ``on_train_begin``, so the
+  broadcast happens there and the first step already starts from the root's
+  state; Horovod (Keras 2, where optimizer
   slots appeared at the first update) broadcast at the end of the first
   batch, which is still what happens when something is not built yet at
   ``on_train_begin``. Once per callback object, as Horovod.
@@ -40,19 +41,14 @@ import numpy as np
 
 import keras
 
-from tandem import _arrays, _basics, _collectives, _objects, _ops, errors
+from tandem import _arrays, _basics, _collectives, _names, _objects, _ops, errors
 from tandem import process_sets as _ps
 
-# Per-process counters, one per process set id: every member of a set makes
-# the same calls in the same order, so names drawn from them agree across
-# its ranks, also when only some ranks call into a smaller set.
-_broadcast_calls = {}
-_metric_calls = {}
-
-
-def _next(counter, set_id=0):
-    counter[set_id] = counter.get(set_id, 0) + 1
-    return counter[set_id]
+# Names are numbered per process set (tandem._names.sequence): every member
+# of a set makes the same calls in the same order, so they agree across its
+# ranks, also when only some ranks call into a smaller set.
+_BROADCASTS = "keras.broadcast"
+_METRICS = "keras.metrics"
 
 
 def _is_rng_state(var):
@@ -84,7 +80,7 @@ def broadcast_variables(variables, root_rank, process_set=_ps.global_process_set
     root_rank's values; collective over the set."""
     set_id = _ps.ident(process_set, "broadcast_variables")
     values = [np.asarray(keras.ops.convert_to_numpy(v)) for v in variables]
-    name = name or "keras.broadcast_variables.%d" % _next(_broadcast_calls, set_id)
+    name = name or "keras.broadcast_variables.%d" % _names.sequence(_BROADCASTS, set_id)
     results = _arrays.wait_all([_arrays.start_broadcast("%s.%d" % (name, i), value, root_rank,
                                                         set_id)
                                 for i, value in enumerate(values)])
@@ -132,7 +128,7 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     def _broadcast(self):
         broadcast_variables(_variables_of(self.model, self._local_keys), self.root_rank,
                             name="keras.BroadcastGlobalVariablesCallback.%d"
-                            % _next(_broadcast_calls))
+                            % _names.sequence(_BROADCASTS))
         self.broadcast_done = True
 
     def on_train_begin(self, logs=None):
@@ -149,7 +145,7 @@ def average_logs(logs, process_set=_ps.global_process_set):
     if logs is None:
         return logs
     set_id = _ps.ident(process_set, "MetricAverageCallback")
-    call = _next(_metric_calls, set_id)
+    call = _names.sequence(_METRICS, set_id)
     keys = sorted(logs)
     everyone = _objects.allgather_object(keys, "keras.MetricAverageCallback.%d.names" % call,
                                          set_id)

@@ -1,56 +1,30 @@
-"""Gradient compression for tandem.keras (Horovod's Compression.none/.fp16).
-
-Written with ``keras.ops``, so the same compressor works on every backend and
-inside a compiled train step. Any object with Horovod's protocol
-(``compress(tensor) -> (tensor, ctx)``, ``decompress(tensor, ctx)``) is
-accepted where a compression is expected, e.g. horovod.tensorflow's
-``Compression.fp16`` under the TensorFlow backend or horovod.torch's under
-the torch backend.
+"""Gradient compression for tandem.keras (Horovod's Compression.none/.fp16):
+tandem._compression's rules written with ``keras.ops``, so the same
+compressor works on every backend and inside a compiled train step. Any
+object with Horovod's protocol is accepted where a compression is expected,
+e.g. horovod.tensorflow's ``Compression.fp16`` under the TensorFlow backend
+or horovod.torch's under the torch backend.
 """
 
 from keras import backend, ops
 
-
-class Compressor:
-    """Turns a tensor into what travels and back."""
-
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
-
+from tandem._compression import Compressor, NoneCompressor  # noqa: F401 (Horovod's names)
+from tandem._compression import FP16Compressor as _FP16
 
 _WIDER_FLOATS = ("float32", "float64", "bfloat16")
 
 
-class FP16Compressor(Compressor):
-    """Floating tensors travel as float16 (half the bytes of float32); other
-    types travel unchanged. The engine accumulates float16 in float32 on the
-    CPU path, so only the final rounding is lost."""
+class FP16Compressor(_FP16):
+    half = "float16"
 
     @staticmethod
-    def compress(tensor):
+    def wide_float(tensor):
         dtype = backend.standardize_dtype(tensor.dtype)
-        if dtype in _WIDER_FLOATS:
-            return ops.cast(tensor, "float16"), dtype
-        return tensor, None
+        return dtype if dtype in _WIDER_FLOATS else None
 
     @staticmethod
-    def decompress(tensor, ctx):
-        return tensor if ctx is None else ops.cast(tensor, ctx)
+    def cast(tensor, dtype):
+        return ops.cast(tensor, dtype)
 
 
 class Compression:

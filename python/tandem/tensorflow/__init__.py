@@ -7,15 +7,13 @@ are listed in docs/tensorflow.md; everything named here behaves as Horovod
 documents it.
 """
 
-import warnings
-
 import tensorflow as tf
 
-from tandem import _basics, _built, _collectives, _dtypes, _ops
-from tandem import errors as _errors
+from tandem import _ops
+from tandem import errors as _engine_errors
 from tandem._basics import (  # noqa: F401
-    cross_rank, cross_size, is_homogeneous, is_initialized, local_rank, local_size, rank,
-    shutdown, size,
+    cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank, local_size,
+    rank, shutdown, size, start_timeline, stop_timeline,
 )
 from tandem._built import (  # noqa: F401
     ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, gpu_status, mpi_built,
@@ -34,35 +32,15 @@ from tandem.tensorflow.gradient_tape import (  # noqa: F401
     DistributedGradientTape, GradientReducer, PartialDistributedGradientTape,
     _make_allreduce_grads_fn,
 )
+from tandem.tensorflow.util import (  # noqa: F401 (Horovod exports them here too)
+    _cache, _executing_eagerly, _make_subgraph, refs_to_vars, vars_to_refs,
+)
 from tandem.tensorflow.mpi_ops import (  # noqa: F401
     Adasum, Average, Max, Min, Product, Sum,
     _allreduce, _grouped_allreduce, _grouped_reducescatter, _reducescatter, allgather,
     alltoall, barrier, broadcast, broadcast_, grouped_allgather, join, local_rank_op,
     local_size_op, process_set_included_op, rank_op, size_op,
 )
-
-
-def init(comm=None, process_sets=None):
-    """Joins the job. ``comm`` (an MPI communicator in Horovod) is not
-    supported: Tandem joins through PMIx or tandem-run's rendezvous."""
-    if comm is not None:
-        raise _errors.make("TANDEM_ERR_UNSUPPORTED",
-                           "init(comm=...): Tandem does not run on MPI communicators; call "
-                           "init() and let srun --horovod=on or tandem-run start the ranks")
-    _basics.init()
-    _dtypes.verify()
-    if process_sets:
-        for process_set in process_sets:
-            add_process_set(process_set)
-
-
-def start_timeline(file_path, mark_cycles=False):
-    """Starts the Chrome-trace timeline (written by rank 0); call on every rank."""
-    _collectives.start_timeline(file_path, mark_cycles)
-
-
-def stop_timeline():
-    _collectives.stop_timeline()
 
 
 def gpu_available():
@@ -75,10 +53,7 @@ def gpu_available():
 
 def handle_average_backwards_compatibility(op, average):
     """Horovod's (op, average) rule: the deprecated ``average`` wins when
-    given; neither means Average."""
-    if average is not None:
-        warnings.warn("Parameter `average` has been replaced with `op` and will be removed "
-                      "in v1.0", DeprecationWarning)
+    given (with Horovod's deprecation warning); neither means Average."""
     return _ops.resolve_op(op, average, "allreduce")
 
 
@@ -110,6 +85,8 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
     one op) and, for Average, its values divided by the set size, as Horovod
     does. Differentiable. ``device_*`` and ``ignore_name_scope`` are accepted
     and unused."""
+    if isinstance(tensor, tf.IndexedSlices) and op == Adasum:
+        _check_sparse_op(op, prescale_factor, postscale_factor)  # Horovod's NotImplementedError
     op = _ops.resolve_op(op, average, "allreduce")
     if isinstance(tensor, tf.IndexedSlices):
         _check_sparse_op(op, prescale_factor, postscale_factor)
@@ -133,6 +110,8 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     tensors) plus one allgather of the tf.IndexedSlices among them, in one op."""
     if not tensors:
         return tensors
+    if op == Adasum and any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        _check_sparse_op(op, prescale_factor, postscale_factor)  # Horovod's NotImplementedError
     op = _ops.resolve_op(op, average, "grouped_allreduce")
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
     sparse = [i for i, t in enumerate(tensors) if isinstance(t, tf.IndexedSlices)]
@@ -263,15 +242,16 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          average_aggregated_gradients=False, num_groups=0, groups=None,
                          process_set=global_process_set, scale_local_gradients=True):
-    """Wraps an optimizer so that gradients are reduced over the ranks. A
-    tf.compat.v1.train.Optimizer is wrapped here; a Keras optimizer goes to
-    horovod.tensorflow.keras.DistributedOptimizer, as in Horovod."""
+    """Wraps a tf.compat.v1.train.Optimizer so that gradients are reduced
+    over the ranks. Keras optimizers are tandem.keras's (horovod.tensorflow's
+    DistributedOptimizer sends them there, as Horovod's does): this frontend
+    sits below Keras and never imports it."""
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     groups = _ops.groups_from(num_groups, groups)
-    if _LegacyOptimizer is not None and isinstance(optimizer, _LegacyOptimizer):
+    if is_legacy_optimizer(optimizer):
         if backward_passes_per_step != 1:
-            raise _errors.make("TANDEM_ERR_UNSUPPORTED",
+            raise _engine_errors.make("TANDEM_ERR_UNSUPPORTED",
                                "DistributedOptimizer(backward_passes_per_step=%d) for a "
                                "tf.compat.v1 optimizer is not implemented by Tandem; use a "
                                "Keras optimizer (horovod.tensorflow.keras) or accumulate "
@@ -279,19 +259,21 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         return _DistributedOptimizer(optimizer, name, use_locking, compression,
                                      sparse_as_dense, op, gradient_predivide_factor, groups,
                                      process_set)
-    if op == Adasum:
-        raise ValueError("op == Adasum is not supported yet with Keras")
-    try:
-        import horovod.tensorflow.keras as hvd_keras
-    except ImportError as exc:
-        raise _errors.make("TANDEM_ERR_UNSUPPORTED",
-                           "DistributedOptimizer(%s): Keras optimizers are wrapped by "
-                           "horovod.tensorflow.keras, which could not be imported here (%s)"
-                           % (type(optimizer).__name__, exc))
-    return hvd_keras.DistributedOptimizer(
-        optimizer, name=name, device_dense=device_dense, device_sparse=device_sparse,
-        compression=compression, sparse_as_dense=sparse_as_dense,
-        gradient_predivide_factor=gradient_predivide_factor,
-        backward_passes_per_step=backward_passes_per_step,
-        average_aggregated_gradients=average_aggregated_gradients, process_set=process_set,
-        scale_local_gradients=scale_local_gradients)
+    raise _engine_errors.make(
+        "TANDEM_ERR_INVALID_ARGUMENT",
+        "tandem.tensorflow.DistributedOptimizer wraps tf.compat.v1.train optimizers; %s is "
+        "wrapped by tandem.keras.DistributedOptimizer (horovod.tensorflow.DistributedOptimizer "
+        "and horovod.tensorflow.keras.DistributedOptimizer choose it for you)"
+        % type(optimizer).__name__)
+
+
+def is_legacy_optimizer(optimizer):
+    """Whether ``optimizer`` is a tf.compat.v1.train.Optimizer (wrapped here)."""
+    return _LegacyOptimizer is not None and isinstance(optimizer, _LegacyOptimizer)
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -1,47 +1,38 @@
 """How a TensorFlow tensor reaches the engine and comes back, with nothing
 compiled against TensorFlow.
 
-A collective is a Python function ``run(arrays) -> arrays`` over numpy
-arrays (tandem._arrays starts the engine operations and waits for them).
-:func:`call` runs it on tensors:
+A collective is ``start(arrays) -> finish`` over numpy arrays
+(tandem._arrays enqueues the engine operations; ``finish()`` waits for them
+and returns the output arrays). :func:`call` runs it on tensors:
 
-* Inside a graph (``tf.function``, also TF1 graphs) it becomes a
-  ``tf.numpy_function`` op (``stateful``). TensorFlow hands the op its
-  inputs as numpy arrays over the tensors' own memory and adopts the
-  returned 64-byte aligned arrays as the outputs: no copy either way. Inside
-  ``tf.function`` stateful ops run in program order (automatic control
-  dependencies), so every rank starts its collectives in the order the code
-  calls them, one at a time: a thread waiting in one never holds back the
-  collective another rank is waiting in.
-* Eagerly, the same ``run`` is called right away on DLPack views of the
-  tensors, and the results are wrapped as tensors through DLPack: no copy
-  either way (an eager ``tf.numpy_function`` would copy both).
+* Eagerly, at once, on DLPack views of the tensors; the results become
+  tensors through DLPack: no copy either way (_convert.py).
+* In a graph, as TensorFlow ops calling back into Python (_graph_ops.py):
+  one op inside tf.function, whose stateful ops run in program order; a
+  start op and an asynchronous wait op in graphs whose ops run in any order
+  (TF1 sessions), so that no inter-op thread waits for another rank.
 
-What this cannot do, by construction: XLA cannot compile a Python callback,
-so a collective traced under ``tf.function(jit_compile=True)`` raises
-UnsupportedError at trace time; the op runs on the CPU (device tensors are
-copied to host memory and back by TensorFlow, or here when eager); a
-SavedModel holding the op cannot run in another process (the callback is
-not serialized).
+Engine errors carry Horovod's TensorFlow exception types, eagerly and in
+graphs (_errors.py). This module also names collectives and refuses what
+cannot run: XLA cannot compile a Python callback, so a collective traced
+under ``tf.function(jit_compile=True)`` raises UnsupportedError at trace
+time; several tf.distribute replicas in one process are refused. The op
+runs on the CPU (device tensors are copied to host memory and back by
+TensorFlow, or here when eager); a SavedModel holding the op cannot run in
+another process (the callback is not serialized).
 """
 
 import functools
-import re
-import threading
-import weakref
 
-import numpy as np
 import tensorflow as tf
 
-from tandem import _arrays, _ops, errors
+from tandem import _names, _ops, errors
+from tandem.tensorflow import _convert, _errors, _graph_ops
 
 try:  # TF's own test for an XLA compilation context (internal, stable since 1.x)
     from tensorflow.python.ops import control_flow_util as _cf_util
 except ImportError:  # pragma: no cover - a TensorFlow without it
     _cf_util = None
-
-_BFLOAT16 = tf.bfloat16.as_numpy_dtype
-
 
 _traceable_classes = {}
 
@@ -74,7 +65,7 @@ def no_autograph(fn):
             return fn(*args, **kwargs)
         except errors.TandemError as exc:
             if tf.executing_eagerly():
-                raise
+                raise _errors.eager(exc) from None
             raise _traceable(exc) from None
     return tf.autograph.experimental.do_not_convert(wrapper)
 
@@ -89,91 +80,23 @@ def _outermost_graph():
     return graph
 
 
-_graph_counters = weakref.WeakKeyDictionary()  # graph -> {kind: next index}
-_counters_lock = threading.Lock()
-
-
-_set_counters = {}  # eager, process sets other than the global one: id -> counter
-
-
 def name_for(name, kind, process_set=0):
     """The engine name of a collective. A given ``name`` is used as it is.
 
-    Unnamed collectives are numbered per process set, so that collectives
-    that only the members of a set call do not shift the names of the
-    others. Eagerly, the global set draws from the process-wide counter of
-    every frontend (as Horovod's eager ops do). In a graph they are named
-    after the function being traced and their order in it:
+    Unnamed collectives are numbered per process set (tandem._names), so that
+    collectives that only the members of a set call do not shift the names
+    of the others. Eagerly they are numbered as in every frontend
+    (``allreduce.noname.7``, Horovod's eager names). In a graph they are
+    named after the function being traced and their order in it:
     ``allreduce.train_step.3``. Every trace of a function restarts the count,
     so ranks that trace a function a different number of times (e.g. uneven
     allgather shapes) still agree on every name."""
     if name is not None:
         return str(name)
-    where = "" if not process_set else "set%d." % process_set
     if tf.executing_eagerly():
-        if not process_set:
-            return _ops.auto_name(None, kind)
-        with _counters_lock:
-            index = _set_counters.get(process_set, 0)
-            _set_counters[process_set] = index + 1
-        return "%s.%snoname.%d" % (kind, where, index)
+        return _names.unnamed(kind, process_set)
     graph = _outermost_graph()
-    with _counters_lock:
-        counters = _graph_counters.setdefault(graph, {})
-        index = counters.get((kind, process_set), 0)
-        counters[(kind, process_set)] = index + 1
-    # Digits are dropped from the graph's name: backward functions carry a
-    # process-wide id ("__backward_f_123") that may differ between ranks.
-    function = re.sub(r"[0-9]+", "", getattr(graph, "name", "") or "").strip("_") or "graph"
-    return "%s.%s%s.%d" % (kind, where, function, index)
-
-
-# ------------------------------------------------------------ conversions
-
-class _DLPackView:
-    """What numpy's from_dlpack needs from a CPU tensor."""
-
-    __slots__ = ("tensor",)
-
-    def __init__(self, tensor):
-        self.tensor = tensor
-
-    def __dlpack__(self, stream=None, **_kwargs):
-        return tf.experimental.dlpack.to_dlpack(self.tensor)
-
-    def __dlpack_device__(self):
-        return (1, 0)  # kDLCPU
-
-
-def _on_cpu(tensor):
-    device = tensor.device or ""
-    return device == "" or ":CPU:" in device.upper()
-
-
-def to_numpy(tensor):
-    """A numpy view of an eager CPU tensor (no copy; read-only)."""
-    if tensor.dtype == tf.bfloat16:
-        # DLPack has no numpy bfloat16: travel as uint16 bits (a bitcast
-        # shares the buffer) and view them as ml_dtypes' bfloat16.
-        return np.from_dlpack(_DLPackView(tf.bitcast(tensor, tf.uint16))).view(_BFLOAT16)
-    return np.from_dlpack(_DLPackView(tensor))
-
-
-def from_numpy(array, dtype):
-    """An eager tensor over ``array``'s memory (no copy when 64-byte aligned,
-    which tandem._arrays guarantees for what it allocates)."""
-    if array.size and array.ctypes.data % _arrays.ALIGN:
-        # TensorFlow's kernels assume Eigen's alignment and abort on less; a
-        # view into the middle of a result (a gradient's slice) is copied.
-        aligned = _arrays.empty(array.shape, array.dtype)
-        aligned[...] = array
-        array = aligned
-    if dtype == tf.bfloat16:
-        bits = tf.experimental.dlpack.from_dlpack(array.view(np.uint16).__dlpack__())
-        return tf.bitcast(bits, tf.bfloat16)
-    if array.dtype != dtype.as_numpy_dtype:
-        array = array.astype(dtype.as_numpy_dtype)
-    return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
+    return _names.in_graph(graph, kind, process_set, getattr(graph, "name", ""))
 
 
 # --------------------------------------------------------------- checks
@@ -195,7 +118,7 @@ def check_tensor(tensor, what):
         tensor = tf.convert_to_tensor(tensor)
     except (TypeError, ValueError) as exc:
         raise _ops.invalid("%s expects a tf.Tensor (or something convertible), got %s: %s"
-                           % (what, type(tensor).__name__, exc))
+                           % (what, type(tensor).__name__, exc)) from None
     if tensor.dtype in _MOVABLE_KINDS or tensor.dtype.is_quantized:
         raise _ops.invalid("%s: tensors of type %s cannot be sent; supported are the "
                            "numeric types and bool" % (what, tensor.dtype.name))
@@ -239,49 +162,47 @@ def _refuse_local_replicas(what):
 
 # ----------------------------------------------------------------- running
 
-def call(what, run, inputs, out_dtypes, out_shapes):
-    """Runs ``run(list of numpy arrays) -> list of numpy arrays`` on the
-    tensors ``inputs``; returns one tensor per entry of ``out_dtypes``
-    (TensorFlow dtypes), with the static shapes ``out_shapes`` (graphs only;
-    None entries for unknown dimensions)."""
+def call(what, start, inputs, out_dtypes, out_shapes):
+    """Runs a collective on the tensors ``inputs``: ``start(list of numpy
+    arrays) -> finish`` enqueues the engine operations, ``finish() -> list
+    of numpy arrays`` waits for them. Returns one tensor per entry of
+    ``out_dtypes`` (TensorFlow dtypes), with the static shapes ``out_shapes``
+    (graphs only; None entries for unknown dimensions). Eagerly it runs at
+    once; in a graph it is an op (_graph_ops.py: one op in tf.function, a
+    start and an asynchronous wait op where TensorFlow runs ops in any
+    order)."""
     _refuse_local_replicas(what)
     if tf.executing_eagerly():
-        return _call_eagerly(run, inputs, out_dtypes)
+        return _call_eagerly(start, inputs, out_dtypes)
     _refuse_xla(what)
-
-    def body(*arrays):
-        results = run(list(arrays))
-        return [np.asarray(r, dtype=d.as_numpy_dtype) if r.dtype != d.as_numpy_dtype else r
-                for r, d in zip(results, out_dtypes)]
     scope = "Tandem" + "".join(part[:1].upper() + part[1:] for part in what.split("_"))
     with tf.name_scope(scope):
-        outs = tf.numpy_function(body, list(inputs), list(out_dtypes), stateful=True)
-    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if getattr(tf.compat.v1.get_default_graph(), "_add_control_dependencies", False):
+            outs = _graph_ops.synchronous(start, inputs, out_dtypes)
+        else:
+            outs = _graph_ops.asynchronous(start, inputs, out_dtypes, what)
     for out, shape in zip(outs, out_shapes):
         if shape is not None:
             out.set_shape(shape)
     return outs
 
 
-def _contiguous(array):
-    array = np.asarray(array)
-    # (np.ascontiguousarray would turn a 0-dim array into shape [1])
-    return array if array.flags.c_contiguous else np.ascontiguousarray(array).reshape(array.shape)
-
-
-def _call_eagerly(run, inputs, out_dtypes):
+def _call_eagerly(start, inputs, out_dtypes):
     devices = []
     arrays = []
     for tensor in inputs:
-        devices.append(None if _on_cpu(tensor) else tensor.device)
+        devices.append(None if _convert.on_cpu(tensor) else tensor.device)
         if devices[-1] is not None:
             # Device memory goes through the host: the engine's GPU path
             # needs TensorFlow's stream, which Python cannot reach.
             with tf.device("/cpu:0"):
                 tensor = tf.identity(tensor)
-        arrays.append(to_numpy(tensor))
-    results = run(arrays)
-    outs = [from_numpy(_contiguous(r), d) for r, d in zip(results, out_dtypes)]
+        arrays.append(_convert.to_numpy(tensor))
+    try:
+        results = start(arrays)()
+    except errors.TandemError as exc:
+        raise _errors.eager(exc) from None
+    outs = [_convert.from_numpy(r, d) for r, d in zip(results, out_dtypes)]
     device = next((d for d in devices if d is not None), None)
     if device is not None:
         with tf.device(device):

@@ -1,45 +1,23 @@
-"""Gradient compression for allreduce (Horovod's Compression.none / .fp16)."""
+"""Gradient compression for allreduce (Horovod's Compression.none / .fp16):
+tandem._compression's rules on TensorFlow tensors."""
 
 import tensorflow as tf
 
-
-class Compressor:
-    """Turns a tensor into what travels, and back."""
-
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
+from tandem._compression import Compressor, NoneCompressor  # noqa: F401 (Horovod's names)
+from tandem._compression import FP16Compressor as _FP16
 
 
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
+class FP16Compressor(_FP16):
+    half = tf.float16
 
     @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
-
-
-class FP16Compressor(Compressor):
-    """Floating tensors travel as float16 (half the bytes of float32). The
-    engine accumulates float16 in float32, so only the final rounding to
-    float16 is lost."""
-
-    @staticmethod
-    def compress(tensor):
+    def wide_float(tensor):
         dtype = tensor.dtype
-        if dtype.is_floating and dtype != tf.float16:
-            return tf.cast(tensor, tf.float16), dtype
-        return tensor, None
+        return dtype if dtype.is_floating and dtype != tf.float16 else None
 
     @staticmethod
-    def decompress(tensor, ctx):
-        return tensor if ctx is None else tf.cast(tensor, ctx)
+    def cast(tensor, dtype):
+        return tf.cast(tensor, dtype)
 
 
 class Compression:

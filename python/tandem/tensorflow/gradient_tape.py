@@ -155,7 +155,7 @@ class GradientReducer:
         base = self._base_name(dense_in, sparse_in, slots, ps)
         n_dense = len(dense_in)
 
-        def run(arrays):
+        def start(arrays):
             pendings = []
             for g, group in enumerate(slots):
                 names = ["%s.%d.%d" % (base, g, k) for k in range(len(group))]
@@ -167,12 +167,15 @@ class GradientReducer:
                                                         values, ps))
                 pendings.append(_arrays.start_allgather("%s.sparse.%d.indices" % (base, s),
                                                         indices, ps))
-            done = _arrays.wait_all(pendings)
-            reduced = [None] * n_dense
-            for group, outs in zip(slots, done[:len(slots)]):
-                for k, o in zip(group, outs):
-                    reduced[k] = o
-            return reduced + done[len(slots):]
+
+            def finish():
+                done = _arrays.wait_all(pendings)
+                reduced = [None] * n_dense
+                for group, outs in zip(slots, done[:len(slots)]):
+                    for k, o in zip(group, outs):
+                        reduced[k] = o
+                return reduced + done[len(slots):]
+            return finish
 
         inputs = list(dense_in)
         dtypes = [t.dtype for t in dense_in]
@@ -182,7 +185,7 @@ class GradientReducer:
             dtypes += [s.values.dtype, s.indices.dtype]
             shapes += [tf.TensorShape([None]).concatenate(s.values.shape[1:]),
                        tf.TensorShape([None])]
-        return _bridge.call("DistributedGradientTape", run, inputs, dtypes, shapes)
+        return _bridge.call("DistributedGradientTape", start, inputs, dtypes, shapes)
 
 
 @_bridge.no_autograph
@@ -286,7 +289,10 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    local_layers=None, scale_local_gradients=True):
     """DistributedGradientTape whose ``local_layers`` (Keras layers) keep their
     gradients local."""
-    import keras
+    from tandem._which_keras import keras2
+    keras = keras2()  # the layers of a Keras 2 model are tf_keras's (or keras 2.x's)
+    if keras is None:
+        import keras
     if local_layers is None:
         local_layers = []
     elif isinstance(local_layers, keras.layers.Layer):

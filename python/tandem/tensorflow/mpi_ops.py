@@ -91,10 +91,11 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     def forward(x):
         engine_name = _bridge.name_for(name, "allreduce", ps)
 
-        def run(arrays):
-            return [_arrays.start_allreduce(engine_name, arrays[0], op, prescale, postscale,
-                                            ps).wait()]
-        return _bridge.call("allreduce", run, [x], [x.dtype], [x.shape])[0]
+        def start(arrays):
+            pending = _arrays.start_allreduce(engine_name, arrays[0], op, prescale, postscale,
+                                              ps)
+            return lambda: [pending.wait()]
+        return _bridge.call("allreduce", start, [x], [x.dtype], [x.shape])[0]
 
     def backward(dy):
         return _allreduce(dy, op=op, prescale_factor=prescale, postscale_factor=postscale,
@@ -120,10 +121,10 @@ def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscal
         base = _bridge.name_for(name, "grouped_allreduce", ps)
         names = ["%s.%d" % (base, i) for i in range(len(xs))]
 
-        def run(arrays):
+        def start(arrays):
             return _arrays.start_grouped_allreduce(names, arrays, op, prescale, postscale,
-                                                   ps).wait()
-        return _bridge.call("grouped_allreduce", run, list(xs), [x.dtype for x in xs],
+                                                   ps).wait
+        return _bridge.call("grouped_allreduce", start, list(xs), [x.dtype for x in xs],
                             [x.shape for x in xs])
 
     def backward(*upstream):
@@ -154,18 +155,21 @@ def _allgather_backward(upstreams, inputs, process_set):
     grads = [tf.convert_to_tensor(g) for g in _zeros_for_none(upstreams, inputs)]
     base = _bridge.name_for(None, "allgather.grad", ps)
 
-    def run(arrays):
+    def start(arrays):
         *gs, mine = arrays
         pendings = [_arrays.start_allreduce("%s.%d" % (base, i), g, Average, process_set=ps)
                     for i, g in enumerate(gs)]
         pendings.append(_arrays.start_allgather_sizes(base + ".dims", mine, ps))
-        *reduced, sizes = _arrays.wait_all(pendings)
-        out = []
-        for i, r in enumerate(reduced):
-            start = int(sizes[:set_rank, i].sum())
-            out.append(np.ascontiguousarray(r[start:start + int(sizes[set_rank, i])]))
-        return out
-    outs = _bridge.call("allgather_grad", run, grads + [dims], [g.dtype for g in grads],
+
+        def finish():
+            *reduced, sizes = _arrays.wait_all(pendings)
+            out = []
+            for i, r in enumerate(reduced):
+                first = int(sizes[:set_rank, i].sum())
+                out.append(np.ascontiguousarray(r[first:first + int(sizes[set_rank, i])]))
+            return out
+        return finish
+    outs = _bridge.call("allgather_grad", start, grads + [dims], [g.dtype for g in grads],
                         [x.shape for x in inputs])
     return outs
 
@@ -195,10 +199,10 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
         base = _bridge.name_for(name, _what, ps)
         names = [base] if len(xs) == 1 else ["%s.%d" % (base, i) for i in range(len(xs))]
 
-        def run(arrays):
-            return _arrays.wait_all([_arrays.start_allgather(n, a, ps)
-                                     for n, a in zip(names, arrays)])
-        return _bridge.call(_what, run, list(xs), [x.dtype for x in xs],
+        def start(arrays):
+            pendings = [_arrays.start_allgather(n, a, ps) for n, a in zip(names, arrays)]
+            return lambda: _arrays.wait_all(pendings)
+        return _bridge.call(_what, start, list(xs), [x.dtype for x in xs],
                             [_gathered_shape(x.shape) for x in xs])
 
     def backward(*upstream):
@@ -225,10 +229,11 @@ def _grouped_broadcast(tensors, root_rank, name, process_set, what):
         base = _bridge.name_for(name, what, ps)
         names = [base] if len(xs) == 1 else ["%s.%d" % (base, i) for i in range(len(xs))]
 
-        def run(arrays):
-            return _arrays.wait_all([_arrays.start_broadcast(n, a, root, ps)
-                                     for n, a in zip(names, arrays)])
-        return _bridge.call(what, run, list(xs), [x.dtype for x in xs], [x.shape for x in xs])
+        def start(arrays):
+            pendings = [_arrays.start_broadcast(n, a, root, ps) for n, a in zip(names, arrays)]
+            return lambda: _arrays.wait_all(pendings)
+        return _bridge.call(what, start, list(xs), [x.dtype for x in xs],
+                            [x.shape for x in xs])
 
     def backward(*upstream):
         grads = [_broadcast_grad(g, root, process_set)
@@ -285,11 +290,11 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
         engine_name = _bridge.name_for(name, "alltoall", ps)
         inputs = [x] if split_tensor is None else [x, split_tensor]
 
-        def run(arrays):
+        def start(arrays):
             s = arrays[1] if len(arrays) > 1 else None
-            out, rsplits = _arrays.start_alltoall(engine_name, arrays[0], s, ps).wait()
-            return [out, rsplits]
-        out, rsplits = _bridge.call("alltoall", run, inputs, [x.dtype, tf.int32],
+            pending = _arrays.start_alltoall(engine_name, arrays[0], s, ps)
+            return lambda: list(pending.wait())
+        out, rsplits = _bridge.call("alltoall", start, inputs, [x.dtype, tf.int32],
                                     [_gathered_shape(x.shape), tf.TensorShape([set_size])])
         received["splits"] = rsplits
         return out
@@ -334,11 +339,11 @@ def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False,
         base = _bridge.name_for(name, _what, ps)
         names = [base] if len(xs) == 1 else ["%s.%d" % (base, i) for i in range(len(xs))]
 
-        def run(arrays):
-            return _arrays.wait_all([
-                _arrays.start_reducescatter(n, a, op, prescale, postscale, ps)
-                for n, a in zip(names, arrays)])
-        return _bridge.call(_what, run, list(xs), [x.dtype for x in xs],
+        def start(arrays):
+            pendings = [_arrays.start_reducescatter(n, a, op, prescale, postscale, ps)
+                        for n, a in zip(names, arrays)]
+            return lambda: _arrays.wait_all(pendings)
+        return _bridge.call(_what, start, list(xs), [x.dtype for x in xs],
                             [_scattered_shape(x.shape, set_size, set_rank) for x in xs])
 
     def backward(*upstream):
@@ -366,9 +371,14 @@ def join():
     """This rank has no more data: it takes part in the others' allreduces
     with nothing until every rank has joined. Returns the last rank to join
     (an int32 scalar tensor)."""
-    def run(_arrays_in):
-        return [np.asarray(_collectives.join(), dtype=np.int32)]
-    return _bridge.call("join", run, [], [tf.int32], [tf.TensorShape([])])[0]
+    def start(_arrays_in):
+        request = _collectives.start_join()
+
+        def finish():
+            request.wait()
+            return [np.asarray(request.join_result, dtype=np.int32)]
+        return finish
+    return _bridge.call("join", start, [], [tf.int32], [tf.TensorShape([])])[0]
 
 
 @_bridge.no_autograph
@@ -379,19 +389,23 @@ def barrier(process_set=global_process_set):
         _collectives.barrier(ps)
         return None
 
-    def run(_arrays_in):
-        _collectives.barrier(ps)
-        return [np.asarray(0, dtype=np.int32)]
-    return _bridge.call("barrier", run, [], [tf.int32], [tf.TensorShape([])])[0]
+    def start(_arrays_in):
+        request = _collectives.start_barrier(ps)
+
+        def finish():
+            request.wait()
+            return [np.asarray(0, dtype=np.int32)]
+        return finish
+    return _bridge.call("barrier", start, [], [tf.int32], [tf.TensorShape([])])[0]
 
 
 def _fact_op(what, value_fn, name):
     if tf.executing_eagerly():
         return tf.constant(value_fn(), dtype=tf.int32, name=name)
 
-    def run(_arrays_in):
-        return [np.asarray(value_fn(), dtype=np.int32)]
-    return _bridge.call(what, run, [], [tf.int32], [tf.TensorShape([])])[0]
+    def start(_arrays_in):
+        return lambda: [np.asarray(value_fn(), dtype=np.int32)]
+    return _bridge.call(what, start, [], [tf.int32], [tf.TensorShape([])])[0]
 
 
 @_bridge.no_autograph

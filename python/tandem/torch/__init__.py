@@ -6,12 +6,11 @@ behaves as Horovod documents it.
 
 import torch as _torch
 
-from tandem import _basics, _built, _collectives, _dtypes
+from tandem import _built
 from tandem._basics import (  # noqa: F401
-    rank, size, local_rank, local_size, cross_rank, cross_size, is_initialized,
-    is_homogeneous, shutdown,
+    cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank, local_size,
+    rank, shutdown, size, start_timeline, stop_timeline,
 )
-from tandem import errors as _errors
 from tandem._built import (  # noqa: F401
     ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, gpu_status, mpi_built,
     mpi_enabled, mpi_threads_supported, nccl_built, rocm_built,
@@ -37,36 +36,6 @@ from tandem.process_sets import (  # noqa: F401
 from tandem.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
 
 
-def init(comm=None, process_sets=None):
-    """Joins the job. ``comm`` (an MPI communicator in Horovod) is not
-    supported: Tandem joins through PMIx or tandem-run's rendezvous."""
-    if comm is not None:
-        raise _errors.make("TANDEM_ERR_UNSUPPORTED",
-                           "init(comm=...): Tandem does not run on MPI communicators; call "
-                           "init() and let srun --horovod=on or tandem-run start the ranks")
-    _basics.init()
-    _dtypes.verify()
-    if isinstance(process_sets, str):
-        if process_sets.lower() != "dynamic":
-            raise _errors.make("TANDEM_ERR_INVALID_ARGUMENT",
-                               "init(process_sets=%r): give a list of hvd.ProcessSet or "
-                               "'dynamic'" % process_sets)
-        # Horovod's "dynamic": sets are added later; Tandem always allows that.
-        process_sets = None
-    if process_sets:
-        for process_set in process_sets:
-            add_process_set(process_set)
-
-
-def start_timeline(file_path, mark_cycles=False):
-    """Starts the Chrome-trace timeline (written by rank 0); call on every rank."""
-    _collectives.start_timeline(file_path, mark_cycles)
-
-
-def stop_timeline():
-    _collectives.stop_timeline()
-
-
 # ------------------------------------------------------- what this build has
 
 def gpu_available():
@@ -74,3 +43,8 @@ def gpu_available():
     engine's GPU path is usable (driver, GPU, CUDA runtime and NCCL found)
     and torch has CUDA. The engine's reason: tandem.torch.gpu_status()."""
     return _built.gpu_status()[0] and _torch.cuda.is_available()
+
+
+# hvd.elastic: run, TorchState, ElasticSampler (docs/elastic.md), on the
+# submodules above (never on this package: no import cycle).
+from tandem.torch import elastic  # noqa: E402,F401

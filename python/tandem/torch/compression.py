@@ -1,44 +1,23 @@
-"""Gradient compression for allreduce (Horovod's Compression.none / .fp16)."""
+"""Gradient compression for allreduce (Horovod's Compression.none / .fp16):
+tandem._compression's rules on torch tensors."""
 
 import torch
 
-
-class Compressor:
-    """Turns a tensor into what travels and back."""
-
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
+from tandem._compression import Compressor, NoneCompressor  # noqa: F401 (Horovod's names)
+from tandem._compression import FP16Compressor as _FP16
 
 
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
+class FP16Compressor(_FP16):
+    half = torch.float16
 
     @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
-
-
-class FP16Compressor(Compressor):
-    """Floating tensors travel as float16 (half the bytes). On the CPU path
-    the engine accumulates float16 in float32, so only the final rounding is
-    lost; on the GPU path NCCL reduces in float16 (as Horovod with NCCL)."""
+    def wide_float(tensor):
+        dtype = tensor.dtype
+        return dtype if dtype.is_floating_point and dtype != torch.float16 else None
 
     @staticmethod
-    def compress(tensor):
-        if tensor.dtype.is_floating_point and tensor.dtype != torch.float16:
-            return tensor.to(torch.float16), tensor.dtype
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor if ctx is None else tensor.to(ctx)
+    def cast(tensor, dtype):
+        return tensor.to(dtype)
 
 
 class Compression:

@@ -7,9 +7,9 @@ Tensors reach the engine as (data pointer, element count, engine dtype):
   receive buffer, out-of-place ones reduce straight into a fresh output.
 * Complex tensors are reduced as their real and imaginary parts
   (``view_as_real``: still no copy); only Sum and Average mean anything there.
-* ``int16`` has no engine type: it is widened to int32 and narrowed back.
-  Two's-complement wrap-around makes Sum and Product exact modulo 2**16, as
-  native int16 arithmetic would be; Min and Max are unchanged by widening.
+* Types the engine lacks are widened and narrowed back, integer scale
+  factors and Average are applied here (tandem._dtype_rules, the rules of
+  every frontend, done with torch ops on the tensor's device).
 * Non-contiguous tensors are copied to a contiguous buffer and copied back
   when the operation is synchronized.
 * Broadcast, allgather and alltoall move bytes, so every torch dtype works
@@ -44,7 +44,7 @@ the gradient, times the set size for Sum and times the scale factors.
 
 import torch
 
-from tandem import _basics, _built, _collectives, _dtypes, _handles, _ops, errors
+from tandem import _basics, _built, _collectives, _dtype_rules, _handles, _names, _ops, errors
 from tandem import process_sets as _ps
 from tandem._handles import poll, synchronize  # noqa: F401 (hvd.poll, hvd.synchronize)
 from tandem._ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401
@@ -54,13 +54,13 @@ from tandem.torch.compression import Compression
 global_process_set = _ps.global_process_set
 
 
-def _op_name(kind, name):
+def _op_name(kind, name, process_set=0):
     """The engine name of a torch collective, as Horovod's binding makes it:
-    "<kind>.<name>", or "<kind>.noname.<n>" without a name (the core's
-    per-process counter). Horovod treats an empty name as none."""
+    "<kind>.<name>", or "<kind>.noname.<n>" without a name (tandem._names;
+    numbered per process set). Horovod treats an empty name as none."""
     if name:
         return "%s.%s" % (kind, name)
-    return _ops.auto_name(None, kind)
+    return _names.unnamed(kind, process_set)
 
 
 def _group_names(base, count):
@@ -68,22 +68,20 @@ def _group_names(base, count):
     return ["%s_%dof%d" % (base, i + 1, count) for i in range(count)]
 
 
-def _scaled(tensor, factor, dtype):
-    """tensor * factor computed in float64 and converted to ``dtype``: for
-    integer types the conversion truncates toward zero, as C++'s
-    double-to-integer conversion in Horovod's ScaleBuffer does."""
-    return (tensor.to(torch.float64) * factor).to(dtype)
+def _dtype_name(dtype):
+    """The name tandem._dtype_rules knows a torch dtype by ("torch.int16" -> "int16")."""
+    return str(dtype).rsplit(".", 1)[-1]
 
 
-_NATIVE = {
-    torch.uint8: _dtypes.UINT8, torch.int8: _dtypes.INT8, torch.int32: _dtypes.INT32,
-    torch.int64: _dtypes.INT64, torch.float16: _dtypes.FLOAT16,
-    torch.bfloat16: _dtypes.BFLOAT16, torch.float32: _dtypes.FLOAT32,
-    torch.float64: _dtypes.FLOAT64, torch.bool: _dtypes.BOOL,
-}
-_COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64,
-                  torch.complex32: torch.float16}
-_WIDENED = {torch.int16: torch.int32}
+def _native(dtype):
+    """The engine's dtype for a torch dtype it handles natively, else None."""
+    return _dtype_rules.engine_dtype(_dtype_name(dtype))
+
+
+def _scale_truncating(tensor, factor):
+    """``tensor * factor`` in float64, truncated toward zero into the
+    tensor's integer type (Horovod's ScaleBuffer)."""
+    return (tensor.to(torch.float64) * factor).to(tensor.dtype)
 
 
 # ------------------------------------------------------------------ checks
@@ -106,41 +104,29 @@ def _check_tensor(tensor, what):
 
 # ------------------------------------------------------------- wire formats
 
-def _wire_dtype(dtype, op, what):
-    """(engine dtype, torch dtype the engine sees) for a reduction, or raises."""
-    if dtype in _NATIVE:
-        return _NATIVE[dtype], dtype
-    if dtype in _WIDENED:
-        return _NATIVE[_WIDENED[dtype]], _WIDENED[dtype]
-    if dtype in _COMPLEX_PARTS:
-        if op not in (Sum, Average):
-            raise _ops.invalid("%s: %s on a %s tensor has no meaning; only Sum and Average "
-                           "reduce complex numbers" % (what, _ops.OP_NAMES[op], dtype))
-        parts = _COMPLEX_PARTS[dtype]
-        return _NATIVE[parts], parts
-    raise _ops.invalid("%s: tensors of type %s cannot be reduced; supported: %s, int16 and "
-                   "complex" % (what, dtype, ", ".join(str(d) for d in _NATIVE)))
-
-
-def _wire_view(tensor):
+def _wire_view(tensor, rule):
     """The tensor as the engine reduces it, sharing memory; None if a copy is needed."""
     if not tensor.is_contiguous():
         return None
-    if tensor.dtype in _NATIVE:
-        return tensor
-    if tensor.dtype in _COMPLEX_PARTS:
+    if rule.complex_parts:
         return torch.view_as_real(tensor)
+    if _dtype_name(tensor.dtype) == rule.wire:
+        return tensor
     return None
 
 
-def _wire_copy(tensor, wire):
-    if tensor.dtype in _COMPLEX_PARTS:
+def _wire_copy(tensor, rule):
+    if rule.complex_parts:
         return torch.view_as_real(tensor.contiguous()).clone()
-    return tensor.to(dtype=wire, memory_format=torch.contiguous_format, copy=True)
+    copy = tensor.to(dtype=getattr(torch, rule.wire), memory_format=torch.contiguous_format,
+                     copy=True)
+    if rule.prescale is not None:
+        copy = _scale_truncating(copy, rule.prescale)
+    return copy.contiguous()
 
 
 def _unwire(buf, dtype):
-    if dtype in _COMPLEX_PARTS:
+    if buf.dtype != dtype and dtype.is_complex:
         return torch.view_as_complex(buf)
     return buf if buf.dtype == dtype else buf.to(dtype)
 
@@ -161,21 +147,12 @@ def _buffer(tensor, engine_dtype):
 
 
 def _byte_buffer(tensor):
-    """Any contiguous tensor for the byte-moving collectives: in its own type
-    when the engine has it, else as bytes with one trailing dimension of the
-    element size added (the engine then checks shapes in bytes, which agree
-    exactly when the element shapes agree, and the first dimension, which
-    allgather concatenates and alltoall's splits count, keeps its length)."""
-    if tensor.dtype in _NATIVE:
-        return _buffer(tensor, _NATIVE[tensor.dtype])
-    return _buffer_of(tensor, _dtypes.UINT8, list(tensor.shape) + [tensor.element_size()])
-
-
-def _from_bytes_shape(shape, dtype):
-    """Element shape of an engine output described by _byte_buffer."""
-    if dtype in _NATIVE:
-        return tuple(shape)
-    return tuple(shape[:-1])
+    """Any contiguous tensor for the byte-moving collectives, in the byte
+    form of tandem._dtype_rules (its own type, or uint8 with a trailing
+    dimension of the element size)."""
+    dtype, shape = _dtype_rules.byte_form(_dtype_name(tensor.dtype), tensor.shape,
+                                          tensor.element_size())
+    return _buffer_of(tensor, dtype, shape)
 
 
 class _Results:
@@ -191,8 +168,8 @@ class _Results:
         self.ordered = False
 
     def make_output(self, index, shape):
-        shape = _from_bytes_shape(shape, self.dtype) if self.shape_fn is None \
-            else self.shape_fn(shape)
+        shape = _dtype_rules.from_byte_shape(_dtype_name(self.dtype), shape) \
+            if self.shape_fn is None else self.shape_fn(shape)
         if self.device is None:
             out = torch.empty(shape, dtype=self.dtype)
         else:
@@ -211,58 +188,40 @@ class _Results:
 # ------------------------------------------------------------------ allreduce
 
 class _Plan:
-    """How one tensor goes through a reduction: buffers, the op and scale
-    factors the engine applies, and the fix-ups after.
-
-    The engine scales floating types itself. Integer tensors are scaled here
-    as Horovod scales them, in float64 and truncated back to the integer
-    type: the prescale on this rank's input before the reduction, the
-    postscale after it; Average is a Sum followed by a postscale of 1 / set
-    size (Horovod's own definition, so -3 averaged over 2 ranks is -1)."""
+    """How one tensor goes through a reduction: the dtype rule
+    (tandem._dtype_rules), the buffers the engine reads and writes, and the
+    fix-ups after. A copy in the wire type is made when the tensor is not
+    contiguous, has a type the engine lacks, or is scaled here (integers
+    with a prescale factor); it is reduced in place and copied back."""
 
     def __init__(self, tensor, output, op, prescale, postscale, process_set, what):
         _check_tensor(tensor, what)
-        self.engine_dtype, wire = _wire_dtype(tensor.dtype, op, what)
-        self.engine_op = op
-        self.prescale, self.postscale = float(prescale), float(postscale)
-        self.int_post = None  # factor applied here after the reduction
-        int_pre = None
-        if wire == torch.bool:
-            if op == Average:
-                raise _ops.invalid("%s: Average of a bool tensor has no meaning; use Sum (or) "
-                                   "or Min (and)" % what)
-            if self.prescale != 1.0 or self.postscale != 1.0:
-                raise _ops.invalid("%s: prescale_factor/postscale_factor on a bool tensor have "
-                                   "no meaning; convert it to a number type first" % what)
-        elif not wire.is_floating_point:
-            post = self.postscale
-            if op == Average:
-                self.engine_op = Sum
-                post = post / process_set.size()
-            int_pre = self.prescale if self.prescale != 1.0 else None
-            self.int_post = post if post != 1.0 else None
-            self.prescale = self.postscale = 1.0
+        self.rule = _dtype_rules.reduction(_dtype_name(tensor.dtype), op, prescale, postscale,
+                                           process_set.size, what)
         self.tensor, self.output = tensor, output
-        self.send, self.recv = _wire_view(tensor), _wire_view(output)
+        self.send, self.recv = _wire_view(tensor, self.rule), _wire_view(output, self.rule)
         self.copy_back = None
-        if int_pre is not None:
-            self.send = self.recv = _scaled(tensor, int_pre, wire).contiguous()
-            self.copy_back = self.send
-        elif self.send is None or self.recv is None:
-            self.send = self.recv = _wire_copy(tensor, wire)
-            self.copy_back = self.send
+        if self.send is None or self.recv is None or self.rule.prescale is not None:
+            self.send = self.recv = self.copy_back = _wire_copy(tensor, self.rule)
+
+    @property
+    def engine_dtype(self):
+        return self.rule.engine_dtype
 
     def scale_result(self, result):
         """The reduction's result (in the wire type) with the integer
-        postscale applied."""
-        if self.int_post is None:
-            return result
-        return _scaled(result, self.int_post, result.dtype)
+        postscale factor or Average applied."""
+        rule = self.rule
+        if rule.postscale is not None:
+            result = _scale_truncating(result, rule.postscale)
+        if rule.divide_by is not None:
+            result = torch.div(result, rule.divide_by, rounding_mode="trunc")
+        return result
 
     def finish(self):
         if self.copy_back is not None:
             self.output.copy_(_unwire(self.scale_result(self.copy_back), self.output.dtype))
-        elif self.int_post is not None:
+        elif self.rule.fix_ups():
             self.output.copy_(self.scale_result(self.output))
         return self.output
 
@@ -270,9 +229,11 @@ class _Plan:
 def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set):
     ps = _ps.ident(process_set, "allreduce")
     plan = _Plan(tensor, output, op, prescale, postscale, process_set, "allreduce")
+    rule = plan.rule
     request = _collectives.allreduce(
-        _op_name("allreduce", name), _buffer(plan.send, plan.engine_dtype),
-        plan.recv.data_ptr(), plan.engine_op, plan.prescale, plan.postscale, ps, keep=plan)
+        _op_name("allreduce", name, ps), _buffer(plan.send, rule.engine_dtype),
+        plan.recv.data_ptr(), rule.engine_op, rule.engine_prescale, rule.engine_postscale, ps,
+        keep=plan)
     return _handles.register([request], plan.finish)
 
 
@@ -337,13 +298,13 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, pr
              for t, o in zip(tensors, outputs)]
     # One engine op and one pair of scales per group: integer tensors run
     # as Sum without scales (scaled here), floating ones as given.
-    kinds = {(p.engine_op, p.prescale, p.postscale) for p in plans}
+    kinds = {(p.rule.engine_op, p.rule.engine_prescale, p.rule.engine_postscale) for p in plans}
     if len(kinds) > 1:
         raise _ops.invalid("grouped_allreduce: Average or scale factors over a mix of integer "
                            "and floating tensors; make one group of each kind")
     engine_op, pre, post = kinds.pop() if kinds else (op, float(prescale), float(postscale))
     request = _collectives.grouped_allreduce(
-        _group_names(_op_name("grouped_allreduce", name), len(plans)),
+        _group_names(_op_name("grouped_allreduce", name, ps), len(plans)),
         [_buffer(p.send, p.engine_dtype) for p in plans], [p.recv.data_ptr() for p in plans],
         engine_op, pre, post, ps, keep=plans)
     return _handles.register([request], lambda: [p.finish() for p in plans])
@@ -421,7 +382,8 @@ def sparse_allreduce_async(tensor, name=None, op=Average, process_set=global_pro
     if op not in (Average, Sum):
         raise _ops.invalid("sparse_allreduce_async: only Average and Sum can be computed by "
                            "gathering the entries; got %s" % _ops.OP_NAMES.get(op, op))
-    base = name if name else _ops.auto_name(None, "sparse_allreduce")
+    base = name if name else _names.unnamed("sparse_allreduce",
+                                            _ps.ident(process_set, "sparse_allreduce"))
     # Allgather concatenates along dim 0: indices travel as [nnz, sparse_dim].
     indices_handle = allgather_async(tensor._indices().t().contiguous(),
                                      name="%s.indices" % base, process_set=process_set)
@@ -448,7 +410,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set, what):
         output, memory_format=torch.contiguous_format)
     # The engine copies the root's input into every rank's output, so an
     # out-of-place broadcast needs no copy here.
-    request = _collectives.broadcast(_op_name("broadcast", name), _byte_buffer(send),
+    request = _collectives.broadcast(_op_name("broadcast", name, ps), _byte_buffer(send),
                                      recv.data_ptr(), int(root_rank), ps,
                                      keep=(tensor, send, output, recv))
 
@@ -509,7 +471,8 @@ def _allgather_start(tensor, name, process_set, what):
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
-    request, finish = _allgather_start(tensor, _op_name("allgather", name), process_set,
+    request, finish = _allgather_start(tensor, _op_name("allgather", name, _ps.ident(
+        process_set, "allgather")), process_set,
                                        "allgather")
     return _handles.register([request], finish)
 
@@ -557,7 +520,8 @@ def _check_all(tensors, what, scatter=False):
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     _check_all(tensors, "grouped_allgather")
-    names = _group_names(_op_name("grouped_allgather", name), len(tensors))
+    names = _group_names(_op_name("grouped_allgather", name,
+                                  _ps.ident(process_set, "grouped_allgather")), len(tensors))
     starts = [_allgather_start(t, n, process_set, "grouped_allgather")
               for t, n in zip(tensors, names)]
     return _handles.register([s[0] for s in starts], lambda: [s[1]() for s in starts])
@@ -619,7 +583,8 @@ def _alltoall_start(tensor, splits, name, process_set, what):
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
-    request, finish = _alltoall_start(tensor, splits, _op_name("alltoall", name),
+    request, finish = _alltoall_start(tensor, splits, _op_name(
+        "alltoall", name, _ps.ident(process_set, "alltoall")),
                                       process_set, "alltoall")
     return _handles.register([request], finish)
 
@@ -661,15 +626,17 @@ def _reducescatter_start(tensor, name, op, prescale, postscale, process_set, wha
     def finish():
         return _unwire(plan.scale_result(outputs[0]), tensor.dtype)
     request = _collectives.reducescatter(
-        name, _buffer(plan.send, plan.engine_dtype), plan.engine_op, plan.prescale,
-        plan.postscale, outputs.make_output, ps, keep=plan)
+        name, _buffer(plan.send, plan.rule.engine_dtype), plan.rule.engine_op,
+        plan.rule.engine_prescale, plan.rule.engine_postscale, outputs.make_output, ps,
+        keep=plan)
     return request, finish
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     op = _ops.resolve_op(op, None, "reducescatter")
-    request, finish = _reducescatter_start(tensor, _op_name("reducescatter", name), op,
+    request, finish = _reducescatter_start(tensor, _op_name(
+        "reducescatter", name, _ps.ident(process_set, "reducescatter")), op,
                                            prescale_factor, postscale_factor, process_set,
                                            "reducescatter")
     return _handles.register([request], finish)
@@ -711,7 +678,8 @@ def grouped_reducescatter_async(tensors, name=None, op=Average,
                                 postscale_factor=1.0):
     op = _ops.resolve_op(op, None, "grouped_reducescatter")
     _check_all(tensors, "grouped_reducescatter", scatter=True)
-    names = _group_names(_op_name("grouped_reducescatter", name), len(tensors))
+    names = _group_names(_op_name("grouped_reducescatter", name,
+                                  _ps.ident(process_set, "grouped_reducescatter")), len(tensors))
     starts = [_reducescatter_start(t, n, op, prescale_factor, postscale_factor, process_set,
                                    "grouped_reducescatter")
               for t, n in zip(tensors, names)]

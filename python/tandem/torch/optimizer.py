@@ -245,7 +245,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in self._order:  # registration order: the same on every rank
             if p in self._requires_update and p not in completed:
                 self._handles[p] = self._allreduce_grad_async(p)
-        for key, (handle, ctx) in list(self._handles.items()):
+        for key, (handle, _ctx) in list(self._handles.items()):
             if handle is None:  # a hook fired, but not backward_passes_per_step times
                 self._handles[key] = self._allreduce_grad_async(key)
         first_error = None
@@ -298,7 +298,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                               "context after optimizer.synchronize(). This can cause training "
                               "slowdown. You may want to consider using "
                               "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.")
+                              "optimizer.synchronize() in your code.", stacklevel=2)
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)

@@ -24,11 +24,11 @@ class SyncBatchNorm(_BatchNorm):
         super().__init__(num_features, eps, momentum, affine, track_running_stats)
         self.process_set = process_set
 
-    def _check_input_dim(self, input):
+    def _check_input_dim(self, input):  # noqa: A002 (torch's parameter name)
         if input.dim() < 2:
             raise ValueError("expected at least 2D input (got %dD input)" % input.dim())
 
-    def forward(self, input):
+    def forward(self, input):  # noqa: A002 (torch's parameter name)
         self._check_input_dim(input)
         if not self.training and self.track_running_stats:
             return torch.nn.functional.batch_norm(

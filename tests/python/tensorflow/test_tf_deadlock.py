@@ -2,7 +2,7 @@
 with one message naming each rank's wait, caught as
 horovod.common.exceptions.HorovodInternalError, the job works again after
 shutdown/init, and a slow rank is not a deadlock (workers/deadlock.py, as
-tests/python/test_deadlock.py runs it through horovod.torch); 2 and 3
+tests/python/test_torch_deadlock.py runs it through horovod.torch); 2 and 3
 ranks under tandem-run."""
 
 import pytest

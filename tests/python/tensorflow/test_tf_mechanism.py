@@ -4,10 +4,9 @@ out of the engine, XLA and several local tf.distribute replicas refused with
 UnsupportedError (also through AutoGraph), a SavedModel holding a collective
 runs only in the process that traced it. On 1 and 2 ranks."""
 
-import re
-
 import pytest
 
+from conftest import assert_passed
 from workers import check_tf_mechanism
 
 JOBS = {}
@@ -22,10 +21,4 @@ def job(ranks, np):
 @pytest.mark.parametrize("np", [1, 2])
 @pytest.mark.parametrize("name", [fn.__name__ for fn in check_tf_mechanism.CHECKS])
 def test_check_passes_on_every_rank(ranks, np, name):
-    result = job(ranks, np)
-    passed = set(int(r) for r in re.findall(r"^(?:\[\d+\] )?PASS %s rank (\d+)$" % name,
-                                            result.stdout, re.M))
-    failures = re.findall(r"^.*FAIL %s rank \d+: .*$" % name, result.stdout, re.M)
-    assert not failures, "\n".join(failures)
-    assert passed == set(range(np)), "check %s passed on ranks %s of %d; job exit %d:\n%s" % (
-        name, sorted(passed), np, result.returncode, (result.stdout + result.stderr)[-4000:])
+    assert_passed(job(ranks, np), np, name)

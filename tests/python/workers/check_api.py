@@ -602,7 +602,7 @@ def process_sets_join_barrier():
         hvd.remove_process_set(evens)
     # Uneven data: rank r runs r + 1 steps, then joins.
     total = torch.zeros(1)
-    for step in range(rank + 1):
+    for _step in range(rank + 1):
         total += hvd.allreduce(torch.ones(1), op=hvd.Sum, name="join.step")
     last = hvd.join()
     assert last in range(size), last

@@ -553,7 +553,7 @@ class _CountCalls:
 
 @check
 def distributed_gradient_tape_matches_averaged_gradients():
-    size, rank = hvd.size(), hvd.rank()
+    size = hvd.size()
     variables = _model_variables()
     everyone = [_local_grads(variables, r) for r in range(size)]
     summed = [tf.add_n([g[i] for g in everyone]) for i in range(3)]
@@ -690,16 +690,19 @@ def errors_then_next_call_works():
     assert issubclass(te.MismatchError, HorovodInternalError)
     if size > 1:
         # Shapes differ between ranks: every rank gets the named error, eagerly
-        # as the engine's MismatchError ...
-        _expect_error(te.MismatchError,
-                      lambda: hvd.allreduce(tf.ones(rank + 1), name="bad.shape"),
-                      "eager mismatched shapes", contains=("bad.shape",))
+        # as the engine's MismatchError, which is also Horovod's
+        # FailedPreconditionError ...
+        exc = _expect_error(te.MismatchError,
+                            lambda: hvd.allreduce(tf.ones(rank + 1), name="bad.shape"),
+                            "eager mismatched shapes", contains=("bad.shape",))
+        assert isinstance(exc, tf.errors.FailedPreconditionError), type(exc).__mro__
+        assert isinstance(exc, HorovodInternalError), type(exc).__mro__
         expect(hvd.allreduce(tf.ones(3), op=hvd.Sum, name="bad.shape"),
                tf.fill([3], float(size)), "the failed name works again")
-        # ... and in a graph as TensorFlow's error for a failed op, carrying
-        # the engine's class and message.
+        # ... and in a graph as TensorFlow's FailedPreconditionError (Horovod's
+        # type), carrying the engine's class and message.
         bad = tf.function(lambda t: hvd.allreduce(t, name="bad.graph"), autograph=False)
-        _expect_error(tf.errors.UnknownError, lambda: bad(tf.ones(rank + 1)),
+        _expect_error(tf.errors.FailedPreconditionError, lambda: bad(tf.ones(rank + 1)),
                       "graph mismatched shapes", contains=("MismatchError", "bad.graph"))
         expect(bad(tf.ones(2)), tf.ones(2), "the same function on good shapes")
         dtype = tf.float32 if rank == 0 else tf.float64
@@ -786,6 +789,20 @@ def process_sets_join_barrier():
                        tf.constant([float(size)]), mode + " global set beside another set")
         finally:
             hvd.remove_process_set(evens)
+    # A set the engine does not know is refused at the call with ValueError,
+    # in a graph while it is traced (Horovod's ProcessSet.size() does that).
+    fake = hvd.ProcessSet([0])
+    fake.process_set_id = 1000  # never registered, as Horovod's test does
+    traced = tf.function(lambda t: hvd.allreduce(t, process_set=fake), autograph=False)
+    for what, call in (("eagerly", lambda: hvd.allreduce(tf.ones(1), process_set=fake)),
+                       ("while tracing", lambda: traced.get_concrete_function(
+                           tf.TensorSpec([1], tf.float32)))):
+        try:
+            call()
+        except ValueError as exc:
+            assert "not a process set of this job" in str(exc), (what, exc)
+        else:
+            raise AssertionError("an unknown process set was accepted " + what)
     # Uneven data: rank r runs r + 1 steps, then joins.
     total = tf.zeros(1)
     for _ in range(rank + 1):

@@ -13,8 +13,8 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
 _cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -63,27 +63,43 @@ def address(tensor):
     return data
 
 
+def _address_op(tensor):
+    """In a graph: where the tensor's bytes are when the op runs."""
+    return tf.py_function(lambda t: np.int64(address(t)), [tensor], tf.int64)
+
+
 @check
 def no_copy_in_or_out():
     # The engine reads the tensor's own memory and TensorFlow adopts the
-    # engine's result, eagerly (DLPack) and in a graph (numpy_function).
-    for mode in ("eager", "graph"):
+    # engine's result, eagerly (DLPack) and in a graph (the op's callback
+    # gets eager tensors: DLPack again), in tf.function (one op) and in a
+    # TF1 session (a start op and an asynchronous wait op).
+    for mode in ("eager", "function", "session"):
         seen = {}
 
-        def run(arrays):
+        def start(arrays):
             seen["in"] = arrays[0].ctypes.data
             out = _arrays.empty(arrays[0].shape, arrays[0].dtype)
             out[...] = arrays[0]
             seen["out"] = out.ctypes.data
-            return [out]
+            return lambda: [out]
 
         def probe(x):
-            return _bridge.call("probe", run, [x], [x.dtype], [x.shape])[0]
-        x = tf.random.uniform([1 << 20])
-        y = probe(x) if mode == "eager" else tf.function(probe, autograph=False)(x)
-        assert seen["in"] == address(x), mode + ": the input was copied"
-        assert seen["out"] == address(y), mode + ": the output was copied"
-        assert np.array_equal(x.numpy(), y.numpy())
+            return _bridge.call("probe", start, [x], [x.dtype], [x.shape])[0]
+        if mode == "session":
+            with tf.Graph().as_default():
+                x = tf.random.uniform([1 << 20])
+                probe_x = probe(x)
+                with tf.compat.v1.Session() as session:
+                    got = session.run([x, probe_x, _address_op(x), _address_op(probe_x)])
+            x_value, y_value, x_address, y_address = got
+        else:
+            x = tf.random.uniform([1 << 20])
+            y = probe(x) if mode == "eager" else tf.function(probe, autograph=False)(x)
+            x_value, y_value, x_address, y_address = x.numpy(), y.numpy(), address(x), address(y)
+        assert seen["in"] == x_address, mode + ": the input was copied"
+        assert seen["out"] == y_address, mode + ": the output was copied"
+        assert np.array_equal(x_value, y_value)
 
 
 @check

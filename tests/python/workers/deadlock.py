@@ -10,7 +10,7 @@ where Horovod has it). Then the opposite: rank 0 is slow (sleeps before its
 allreduce) while the others wait: no error.
 
     deadlock.py [torch|tensorflow]   (default torch; run by
-                                      tests/python/test_deadlock.py,
+                                      tests/python/test_torch_deadlock.py,
                                       tests/python/tensorflow/test_tf_deadlock.py
                                       and tests/e2e/test_deadlock.py)
 

@@ -105,6 +105,22 @@ def reduce_reference(arrays, op, dtype):
     return np.asarray(out).astype(dtype)
 
 
+def scaled_reference(arrays, op, dtype, pre, post):
+    """Sum or Average with scale factors: floating types scaled exactly
+    (within the tolerance of one rounding), integer types as Horovod's
+    ScaleBuffer does, in float64 truncated toward zero: each rank's input by
+    ``pre``, the sum by ``post`` (``post / size`` for Average)."""
+    dtype = np.dtype(dtype)
+    k = kind(dtype)
+    factor = post / len(arrays) if op == AVERAGE else post
+    if k in ("float", "complex"):
+        wide = np.complex128 if k == "complex" else np.float64
+        total = sum(a.astype(wide) * pre for a in arrays)
+        return np.asarray(total * factor).astype(dtype)
+    total = sum(np.trunc(a.astype(np.float64) * pre).astype(np.int64) for a in arrays)
+    return np.trunc(np.asarray(total, dtype=np.float64) * factor).astype(np.int64).astype(dtype)
+
+
 def same(got, want, exact=True):
     got = np.asarray(got)
     if got.shape != want.shape:
@@ -168,8 +184,8 @@ class NumpyFrontend(Frontend):
     def _op(self, op):
         return getattr(self.ops, op)
 
-    def allreduce(self, x, op, mode):
-        return self.a.start_allreduce(self._name(), x, self._op(op)).wait()
+    def allreduce(self, x, op, mode, pre=1.0, post=1.0):
+        return self.a.start_allreduce(self._name(), x, self._op(op), pre, post).wait()
 
     def grouped_allreduce(self, xs, op, mode):
         names = [self._name() for _ in xs]
@@ -185,8 +201,8 @@ class NumpyFrontend(Frontend):
         out, received = self.a.start_alltoall(self._name(), x, splits).wait()
         return out, received
 
-    def reducescatter(self, x, op, mode):
-        return self.a.start_reducescatter(self._name(), x, self._op(op)).wait()
+    def reducescatter(self, x, op, mode, pre=1.0, post=1.0):
+        return self.a.start_reducescatter(self._name(), x, self._op(op), pre, post).wait()
 
 
 class TorchFrontend(Frontend):
@@ -202,6 +218,10 @@ class TorchFrontend(Frontend):
         if self.bf16 is not None:
             self.reducible.append(self.bf16)
         self.movable = list(self.reducible)
+        if hasattr(torch, "uint16"):  # torch >= 2.3: widened as in every frontend
+            self.reducible += [np.dtype(np.uint16), np.dtype(np.uint32)]
+            self.movable += [np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)]
+            self.refused_reduction = [np.dtype(np.uint64)]
 
     def rank(self):
         return self.hvd.rank()
@@ -221,8 +241,9 @@ class TorchFrontend(Frontend):
             return t.view(self.torch.int16).numpy().view(self.bf16)
         return t.numpy()
 
-    def allreduce(self, x, op, mode):
-        return self._n(self.hvd.allreduce(self._t(x), op=getattr(self.hvd, op)))
+    def allreduce(self, x, op, mode, pre=1.0, post=1.0):
+        return self._n(self.hvd.allreduce(self._t(x), op=getattr(self.hvd, op),
+                                          prescale_factor=pre, postscale_factor=post))
 
     def allreduce_in_place(self, x, op, mode):
         t = self._t(x)
@@ -251,8 +272,9 @@ class TorchFrontend(Frontend):
             self._t(x), splits=self.torch.tensor(splits, dtype=self.torch.int32))
         return self._n(out), self._n(received)
 
-    def reducescatter(self, x, op, mode):
-        return self._n(self.hvd.reducescatter(self._t(x), op=getattr(self.hvd, op)))
+    def reducescatter(self, x, op, mode, pre=1.0, post=1.0):
+        return self._n(self.hvd.reducescatter(self._t(x), op=getattr(self.hvd, op),
+                                              prescale_factor=pre, postscale_factor=post))
 
 
 class TensorFlowFrontend(Frontend):
@@ -285,8 +307,9 @@ class TensorFlowFrontend(Frontend):
         out = fn(*tensors)
         return tf.nest.map_structure(lambda t: t.numpy(), out)
 
-    def allreduce(self, x, op, mode):
-        return self._run(mode, lambda t: self.hvd.allreduce(t, op=getattr(self.hvd, op)), x)
+    def allreduce(self, x, op, mode, pre=1.0, post=1.0):
+        return self._run(mode, lambda t: self.hvd.allreduce(
+            t, op=getattr(self.hvd, op), prescale_factor=pre, postscale_factor=post), x)
 
     def grouped_allreduce(self, xs, op, mode):
         return self._run(mode, lambda ts: self.hvd.grouped_allreduce(
@@ -304,9 +327,9 @@ class TensorFlowFrontend(Frontend):
         return tuple(self._run(mode, lambda t, s: self.hvd.alltoall(t, splits=s), x,
                                np.asarray(splits, dtype=np.int32)))
 
-    def reducescatter(self, x, op, mode):
-        return self._run(mode, lambda t: self.hvd.reducescatter(t, op=getattr(self.hvd, op)),
-                         x)
+    def reducescatter(self, x, op, mode, pre=1.0, post=1.0):
+        return self._run(mode, lambda t: self.hvd.reducescatter(
+            t, op=getattr(self.hvd, op), prescale_factor=pre, postscale_factor=post), x)
 
 
 class KerasFrontend(Frontend):
@@ -330,6 +353,8 @@ class KerasFrontend(Frontend):
         return self.hvd.size()
 
     def _n(self, value):
+        if hasattr(value, "numpy"):  # an eager tensor (Keras 2, Keras 3 on TensorFlow)
+            return np.asarray(value.numpy())
         import keras
         return np.asarray(keras.ops.convert_to_numpy(value))
 
@@ -339,8 +364,9 @@ class KerasFrontend(Frontend):
         import horovod.tensorflow as hvd_tf
         return getattr(self.hvd, op, None) or getattr(hvd_tf, op)
 
-    def allreduce(self, x, op, mode):
-        return self._n(self.hvd.allreduce(x, op=self._op(op)))
+    def allreduce(self, x, op, mode, pre=1.0, post=1.0):
+        return self._n(self.hvd.allreduce(x, op=self._op(op), prescale_factor=pre,
+                                          postscale_factor=post))
 
     def broadcast(self, x, root, mode):
         return self._n(self.hvd.broadcast(x, root))
@@ -348,7 +374,9 @@ class KerasFrontend(Frontend):
     def allgather(self, x, mode):
         return self._n(self.hvd.allgather(x))
 
-    def reducescatter(self, x, op, mode):
+    def reducescatter(self, x, op, mode, pre=1.0, post=1.0):
+        if (pre, post) != (1.0, 1.0):  # Horovod's keras reducescatter takes no factors
+            raise NotImplementedError
         return self._n(self.hvd.reducescatter(x, op=self._op(op)))
 
 
@@ -528,7 +556,47 @@ def _reducescatter_check(op):
     return run
 
 
-CHECKS = [_reduction_check(op) for op in REDUCTIONS] + [
+SCALES = {SUM: (1.5, 0.5), AVERAGE: (1.5, 2.0)}
+
+
+def _scaled_check(collective):
+    """prescale_factor and postscale_factor with Sum and Average, every type
+    that takes them (integers as Horovod scales them)."""
+    def run():
+        if not hasattr(F, collective):
+            return
+        failures, size, rank = Failures(), F.size(), F.rank()
+        shapes = SHAPES if collective == "allreduce" else [(7,), (5, 3)]
+        for dtype, shape, mode, op in itertools.product(F.reducible, shapes, F.modes,
+                                                        [SUM, AVERAGE]):
+            if kind(dtype) == "bool":
+                continue
+            pre, post = SCALES[op]
+            sent = [contribution(r, shape, dtype) for r in range(size)]
+            want = scaled_reference(sent, op, dtype, pre, post)
+            if collective == "reducescatter":
+                counts = [shape[0] // size + (1 if r < shape[0] % size else 0)
+                          for r in range(size)]
+                start = sum(counts[:rank])
+                want = want[start:start + counts[rank]]
+            exact = kind(dtype) not in ("float", "complex") or (op == SUM or size == 1)
+            call = getattr(F, collective)
+            try:
+                got = call(sent[rank], op, mode, pre, post)
+            except NotImplementedError:
+                return  # this frontend's call takes no factors (Horovod's keras reducescatter)
+            except Exception as exc:  # noqa: BLE001 - every case is reported
+                failures.add("%s %s %s %s" % (dtype, list(shape), mode, op),
+                             "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:200]))
+                continue
+            failures.add("%s %s %s %s" % (dtype, list(shape), mode, op), same(got, want, exact))
+        failures.raise_any()
+    run.__name__ = collective + "_scaled"
+    return run
+
+
+CHECKS = [_reduction_check(op) for op in REDUCTIONS] + [_scaled_check("allreduce"),
+                                                         _scaled_check("reducescatter")] + [
     grouped_allreduce, broadcast, allgather, alltoall,
     _reducescatter_check(SUM), _reducescatter_check(AVERAGE)]
 

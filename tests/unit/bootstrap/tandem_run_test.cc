@@ -82,12 +82,35 @@ TEST(TandemRun, RanksJoinThroughTheStore) {
   EXPECT_EQ(jobs.size(), 1u) << "ranks disagree on the job id";
 }
 
+// --node-per-rank: every rank its own node, so the engine sees as many
+// nodes as ranks (cross_rank = rank) and the Horovod variables say so too.
+// --store-stats: one line with what the store served.
+TEST(TandemRun, NodePerRankMakesEveryRankItsOwnNode) {
+  auto r = tandem_run("--node-per-rank --store-stats -np 3 '" + g_probe + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto lines = r.out_lines();
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  for (const auto& l : lines) {
+    int rank = -1;
+    ASSERT_EQ(std::sscanf(l.c_str(), "rank=%d", &rank), 1) << l;
+    EXPECT_NE(l.find(" size=3 local_rank=0 local_size=1 cross_rank=" + std::to_string(rank) +
+                     " cross_size=3 nodes=0,1,2 "),
+              std::string::npos) << l;
+  }
+  EXPECT_NE(r.err.find("tandem-run INFO tools: rendezvous store served "), std::string::npos) << r.err;
+  auto env = tandem_run("--node-per-rank -np 2 sh -c 'echo $TANDEM_RANK:$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE/$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE:${TANDEM_NODE_NAME##*.}'");
+  ASSERT_EQ(env.code, 0) << env.err;
+  auto got = env.out_lines();
+  std::multiset<std::string> set(got.begin(), got.end());
+  EXPECT_EQ(set, (std::multiset<std::string>{"0:0/1/0/2:rank0", "1:0/1/1/2:rank1"}));
+}
+
 TEST(TandemRun, FailingRankStopsTheJobWithItsStatus) {
   // The other ranks would sleep far past the test's timeout if they were not
   // stopped.
   auto r = tandem_run("-np 3 sh -c 'if [ $TANDEM_RANK = 2 ]; then exit 3; fi; exec sleep 3600'");
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("tandem-run: rank 2 exited with status 3; stopping the job"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tandem-run ERROR tools: rank 2 exited with status 3; stopping the job"), std::string::npos) << r.err;
 }
 
 TEST(TandemRun, KilledRankIsNamedWithItsSignal) {

@@ -326,6 +326,62 @@ TEST_F(TcpBootstrapTest, GetWaitsForALaterSetAndTimesOutOtherwise) {
   EXPECT_FALSE(reader.get("k", Clock::now()).has_value());
 }
 
+// GATHER answers every value of a prefix in one frame, once the last is
+// set, in index order; keys under the prefix beyond the count, or deleted
+// ones, do not count; a gather that misses one at its deadline answers
+// nothing.
+TEST_F(TcpBootstrapTest, GatherWaitsForEveryKeyOfThePrefix) {
+  TcpStoreServer store(kToken);
+  HostPort addr{"127.0.0.1", store.port()};
+  TcpStoreClient reader(addr, kToken, 0, 2, Clock::now() + 5s);
+  TcpStoreClient writer(addr, kToken, 1, 2, Clock::now() + 5s);
+  writer.set("s0/ag/1/2", bytes("two"), Clock::now() + 5s);
+  writer.set("s0/ag/1/7", bytes("seven"), Clock::now() + 5s);
+  writer.set("s0/ag/10/0", bytes("other prefix"), Clock::now() + 5s);
+  EXPECT_FALSE(reader.gather("s0/ag/1/", 3, Clock::now() + 200ms).has_value());
+  writer.set("s0/ag/1/0", bytes("zero"), Clock::now() + 5s);
+  writer.set("s0/ag/1/1", bytes("gone"), Clock::now() + 5s);
+  writer.del("s0/ag/1/1");
+  // DEL has no answer; a request after it on the same connection does.
+  EXPECT_FALSE(writer.get("s0/ag/1/1", Clock::now()).has_value());
+  std::thread later([&] {
+    std::this_thread::sleep_for(100ms);
+    writer.set("s0/ag/1/1", bytes("one"), Clock::now() + 5s);
+  });
+  auto v = reader.gather("s0/ag/1/", 3, Clock::now() + 20s);
+  later.join();
+  ASSERT_TRUE(v.has_value());
+  ASSERT_EQ(v->size(), 3u);
+  EXPECT_EQ(str((*v)[0]), "zero");
+  EXPECT_EQ(str((*v)[1]), "one");
+  EXPECT_EQ(str((*v)[2]), "two");
+}
+
+// An allgather is one SET, one GATHER and one DEL (of the last one's key)
+// per rank: five more allgathers at 8 ranks cost the store 5 x 3 x 8
+// requests (it was 5 x (1 + 8 + 1) x 8 with a GET per rank and value: the
+// one server thread answered N^2 requests, 33 s of a 256-rank start-up).
+std::string gathering_rank(int rank, int size, int rounds) {
+  auto b = bootstrap_from_environment();
+  for (int round = 0; round < rounds; ++round) {
+    auto all = b->allgather(bytes(blob_of(rank, round)), 20s);
+    for (int r = 0; r < size; ++r) CHECK_EQ_MSG(str(all[r]), blob_of(r, round), "allgather blob");
+  }
+  return "";
+}
+
+TEST_F(TcpBootstrapTest, AnAllgatherCostsThreeRequestsPerRank) {
+  const int size = 8;
+  uint64_t requests[2];
+  for (int k = 0; k < 2; ++k) {
+    TcpStoreServer store(kToken);
+    expect_all_ok(run_forked(world(size, store.port(), true),
+                             [k](int r) { return gathering_rank(r, size, 1 + 5 * k); }));
+    requests[k] = store.traffic().requests;
+  }
+  EXPECT_EQ(requests[1] - requests[0], 5u * 3 * size);
+}
+
 TEST_F(TcpBootstrapTest, DeadStoreIsNamed) {
   auto store = std::make_unique<TcpStoreServer>(kToken);
   TcpBootstrap::Options o;

@@ -1,5 +1,5 @@
 // The tests' own model of each element type, written independently of
-// engine/collectives/reduce.cc: float16 through the compiler's _Float16,
+// engine/common/reduce.cc: float16 through the compiler's _Float16,
 // bfloat16 by picking the nearer of the two neighbouring bfloat16 values.
 #pragma once
 

@@ -42,7 +42,8 @@ inline void run_world(int size, const std::vector<int>& layout,
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto connect = [net](Bootstrap& b, const std::vector<int>& m, std::chrono::milliseconds t) {
+        auto connect = [net](Bootstrap& b, const std::vector<int>& m, std::chrono::milliseconds t,
+                             const std::vector<int>&) {
           return connect_memory(net, b, m, t);
         };
         Communicator comm(std::make_unique<MemoryBootstrap>(world, r), connect, options);

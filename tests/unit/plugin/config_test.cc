@@ -55,10 +55,15 @@ TEST(Config, BadValuesAreNamed) {
   EXPECT_NE(error_of({"engine"}).find("not key=value"), std::string::npos);
 }
 
-TEST(Mode, ParsesExactlyThreeValues) {
+TEST(Mode, ParsesExactlyFourValues) {
   EXPECT_EQ(parse_mode("on"), Mode::kOn);
   EXPECT_EQ(parse_mode("off"), Mode::kOff);
   EXPECT_EQ(parse_mode("verbose"), Mode::kVerbose);
+  EXPECT_EQ(parse_mode("elastic"), Mode::kElastic);
+  EXPECT_TRUE(mode_enabled(Mode::kElastic));
+  EXPECT_TRUE(mode_elastic(Mode::kElastic));
+  EXPECT_FALSE(mode_elastic(Mode::kOn));
+  EXPECT_FALSE(parse_mode("Elastic"));
   EXPECT_FALSE(parse_mode("ON"));
   EXPECT_FALSE(parse_mode(""));
   EXPECT_FALSE(parse_mode("1"));

@@ -32,16 +32,16 @@ TEST(TaskSetup, ExportsHorovodIdentityAndTandemDetails) {
   EXPECT_EQ(env.vars.at("TANDEM_NNODES"), "3");
   EXPECT_EQ(env.vars.at("TANDEM_LIBRARY"), "/opt/tandem/libtandem.so");
   EXPECT_EQ(env.vars.at("TANDEM_TCP_IFNAME"), "eth0");
-  EXPECT_EQ(env.vars.at("LD_PRELOAD"), "/opt/tandem/libtandem.so");
+  EXPECT_EQ(env.vars.at("LD_PRELOAD"), "/opt/tandem/libtandem-preload.so");
   EXPECT_EQ(env.vars.at("PYTHONPATH"), "/opt/tandem/python");
 }
 
 TEST(TaskSetup, KeepsUserPathsAndSkipsUnknownNic) {
   MapTaskEnv env;
-  env.vars["LD_PRELOAD"] = "/u/a.so /opt/tandem/libtandem.so";
+  env.vars["LD_PRELOAD"] = "/u/a.so /opt/tandem/libtandem-preload.so";
   env.vars["PYTHONPATH"] = "/u/py";
   export_task(config(), identity(), std::nullopt, env);
-  EXPECT_EQ(env.vars.at("LD_PRELOAD"), "/opt/tandem/libtandem.so:/u/a.so");
+  EXPECT_EQ(env.vars.at("LD_PRELOAD"), "/opt/tandem/libtandem-preload.so:/u/a.so");
   EXPECT_EQ(env.vars.at("PYTHONPATH"), "/opt/tandem/python:/u/py");
   EXPECT_EQ(env.vars.count("TANDEM_TCP_IFNAME"), 0u);
 }

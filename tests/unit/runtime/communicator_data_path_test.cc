@@ -39,7 +39,8 @@ struct RealCluster {
       t.emplace_back([&, r] {
         try {
           auto connect = [this](Bootstrap& b, const std::vector<int>& m,
-                                std::chrono::milliseconds to) { return connect_memory(net, b, m, to); };
+                                std::chrono::milliseconds to,
+                                const std::vector<int>&) { return connect_memory(net, b, m, to); };
           jobs[r] = std::make_unique<MemoryBootstrap>(world, r);
           auto f = std::make_unique<CommunicatorDataPathFactory>(*jobs[r], connect, options(),
                                                                  s.fusion_threshold_bytes);

@@ -148,6 +148,41 @@ TEST(Negotiation, StallWarningNamesTensorAndMissingRanks) {
   EXPECT_EQ(out1[0], 3.0f);
 }
 
+// The same for a tensor agreed through the cache: its rounds are bits,
+// which do not say who lacks it, so a stall asks for rounds of messages
+// (after half the check time) and the warning still names the ranks.
+TEST(Negotiation, StallWarningOfACachedTensorNamesTheMissingRanks) {
+  Settings s = Cluster::test_settings();
+  s.stall_check_seconds = 0.4;
+  s.deadlock_check_seconds = 0;
+  Cluster c(3, s);
+  std::vector<float> in(4, 1), out(4);
+  c.each([&](int, Runtime& rt) {
+    std::vector<float> o(4);
+    EXPECT_EQ(wait(rt.enqueue({tensor("cached.slow", in.data(), o.data(), {4})}, allreduce())),
+              TANDEM_SUCCESS);
+  });
+  const uint64_t rounds = c.ranks[0]->counters().get(Counter::kMessageRounds);
+  std::vector<float> out0(4), out2(4), out1(4);
+  auto h0 = c.ranks[0]->enqueue({tensor("cached.slow", in.data(), out0.data(), {4})}, allreduce());
+  auto h2 = c.ranks[2]->enqueue({tensor("cached.slow", in.data(), out2.data(), {4})}, allreduce());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (c.ranks[0]->counters().get(Counter::kStallWarnings) == 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto logs = c.logs();
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs[0].find("'cached.slow'"), std::string::npos) << logs[0];
+  EXPECT_NE(logs[0].find("enqueued by rank(s) 0,2 but not by rank(s) 1"), std::string::npos)
+      << logs[0];
+  EXPECT_GT(c.ranks[0]->counters().get(Counter::kMessageRounds), rounds);
+  auto h1 = c.ranks[1]->enqueue({tensor("cached.slow", in.data(), out1.data(), {4})}, allreduce());
+  EXPECT_EQ(wait(h0), TANDEM_SUCCESS);
+  EXPECT_EQ(wait(h1), TANDEM_SUCCESS);
+  EXPECT_EQ(wait(h2), TANDEM_SUCCESS);
+  EXPECT_EQ(out1[0], 3.0f);
+}
+
 TEST(Negotiation, StallShutdownFailsEveryRank) {
   Settings s = Cluster::test_settings();
   s.stall_check_seconds = 0.1;
@@ -355,12 +390,19 @@ TEST(Cache, LaterStepsAgreeThroughBitsAndInvalidationRenegotiates) {
   step("first", 16);
   EXPECT_EQ(c.ranks[0]->counters().get(Counter::kCacheHits), 0u);
   EXPECT_EQ(c.ranks[0]->counters().get(Counter::kRequestsSent), 10u);
+  const uint64_t message_rounds = c.ranks[0]->counters().get(Counter::kMessageRounds);
+  const uint64_t cycles = c.ranks[0]->counters().get(Counter::kCycles);
+  EXPECT_GE(message_rounds, 1u);
   for (int i = 0; i < 3; ++i) step("cached", 16);
   for (auto& rt : c.ranks) {
     EXPECT_EQ(rt->counters().get(Counter::kCacheHits), 30u);
     EXPECT_EQ(rt->counters().get(Counter::kRequestsSent), 10u);
+    // Cached steps agree through rounds of bits alone: no message round.
+    EXPECT_EQ(rt->counters().get(Counter::kMessageRounds), message_rounds);
   }
+  EXPECT_GT(c.ranks[0]->counters().get(Counter::kCycles), cycles);
   step("new shape", 32);
+  EXPECT_GT(c.ranks[0]->counters().get(Counter::kMessageRounds), message_rounds);
   // Whichever rank announces first finds its entries stale and invalidates
   // them everywhere (the others then miss): the cycles decide which one.
   uint64_t invalidations = 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "runtime/coordinator.h"
 #include "runtime/cycle_message.h"
 #include "runtime/fusion_plan.h"
 #include "runtime/response_cache.h"
@@ -78,6 +79,93 @@ TEST(ResponseCache, HitStaleMissAndLruEviction) {
   EXPECT_EQ(off.lookup(req("a", 4), 0).state, ResponseCache::State::kMiss);
 }
 
+// Each member's form of the round, combined as the data path's allreduce
+// (MAX over bytes) does.
+std::vector<uint8_t> reduce_max(const std::vector<std::vector<uint8_t>>& each) {
+  std::vector<uint8_t> out = each.front();
+  for (const auto& v : each)
+    for (size_t i = 0; i < out.size(); ++i) out[i] = std::max(out[i], v[i]);
+  return out;
+}
+
+TEST(BitRound, CarriesTheOrOfReadyAndOfMissingAndWhetherMessagesFollow) {
+  std::vector<CycleMessage> m(3);
+  for (int r = 0; r < 3; ++r) set_bit(m[r].cache_bits, 0);
+  set_bit(m[0].cache_bits, 2);
+  set_bit(m[2].cache_bits, 70);
+  std::vector<std::vector<uint8_t>> each;
+  for (const auto& x : m) each.push_back(encode_bit_round(x, 71, full_round_needed(x)));
+  EXPECT_EQ(each[0].size(), 1u + 2 * 71);
+  BitRound r = decode_bit_round(reduce_max(each), 71);
+  EXPECT_FALSE(r.full);
+  EXPECT_TRUE(test_bit(r.ready_somewhere, 0));
+  EXPECT_FALSE(test_bit(r.missing_somewhere, 0));  // ready everywhere
+  EXPECT_TRUE(test_bit(r.ready_somewhere, 2));
+  EXPECT_TRUE(test_bit(r.missing_somewhere, 2));   // ready on rank 0 only
+  EXPECT_TRUE(test_bit(r.ready_somewhere, 70));
+  EXPECT_FALSE(test_bit(r.ready_somewhere, 1));
+  // Anything beyond cache bits makes it a round of messages.
+  m[1].requests.push_back(req("new", 3));
+  EXPECT_TRUE(full_round_needed(m[1]));
+  each[1] = encode_bit_round(m[1], 71, full_round_needed(m[1]));
+  EXPECT_TRUE(decode_bit_round(reduce_max(each), 71).full);
+  for (auto tweak : {+[](CycleMessage& x) { x.joined = true; },
+                     +[](CycleMessage& x) { x.shutdown = true; },
+                     +[](CycleMessage& x) { set_bit(x.invalid_bits, 4); },
+                     +[](CycleMessage& x) { x.waits.push_back(Wait{}); }}) {
+    CycleMessage x;
+    EXPECT_FALSE(full_round_needed(x));
+    tweak(x);
+    EXPECT_TRUE(full_round_needed(x));
+  }
+  EXPECT_THROW(decode_bit_round(std::vector<uint8_t>(5), 71), Error);
+}
+
+// A round of bits decides what a round of the same members' messages
+// decides; only who holds a partly ready entry is unknown afterwards, and
+// after a while that asks for a round of messages.
+TEST(BitRound, DecidesLikeTheMessagesAndLeavesPartlyReadyEntriesUnnamed) {
+  const int n = 3;
+  Coordinator by_messages({0, 1, 2}, 16), by_bits({0, 1, 2}, 16);
+  const auto t0 = Coordinator::Clock::now();
+  std::vector<CycleMessage> first(n);
+  for (int r = 0; r < n; ++r)
+    for (const char* name : {"a", "b", "c", "d"}) first[r].requests.push_back(req(name, 4));
+  EXPECT_EQ(by_messages.decide(first, t0).size(), 4u);
+  EXPECT_EQ(by_bits.decide(first, t0).size(), 4u);
+  ASSERT_EQ(by_bits.cache().span(), 4u);
+  // Next step: "a", "c" ready everywhere, "d" on ranks 0 and 2 only.
+  std::vector<CycleMessage> step(n);
+  for (int r = 0; r < n; ++r) {
+    for (const char* name : {"a", "c"}) set_bit(step[r].cache_bits, by_bits.cache().lookup(req(name, 4), r).bit);
+    if (r != 1) set_bit(step[r].cache_bits, by_bits.cache().lookup(req("d", 4), r).bit);
+  }
+  const auto want = by_messages.decide(step, t0);
+  std::vector<std::vector<uint8_t>> each;
+  for (const auto& x : step) each.push_back(encode_bit_round(x, 4, full_round_needed(x)));
+  const BitRound round = decode_bit_round(reduce_max(each), 4);
+  ASSERT_FALSE(round.full);
+  const auto got = by_bits.decide_bits(round.ready_somewhere, round.missing_somewhere, t0);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(got[i].cache_bit, want[i].cache_bit);
+    EXPECT_EQ(got[i].present, want[i].present);
+  }
+  const size_t d = by_bits.cache().lookup(req("d", 4), 0).bit;
+  ASSERT_TRUE(by_messages.missing_bit(d).has_value());
+  EXPECT_EQ(*by_messages.missing_bit(d), std::vector<int>{1});
+  EXPECT_EQ(by_messages.pending().size(), 1u);
+  EXPECT_FALSE(by_bits.missing_bit(d).has_value());
+  EXPECT_TRUE(by_bits.pending().empty());
+  EXPECT_FALSE(by_bits.wants_details(t0 + std::chrono::milliseconds(400), std::chrono::milliseconds(500)));
+  EXPECT_TRUE(by_bits.wants_details(t0 + std::chrono::milliseconds(500), std::chrono::milliseconds(500)));
+  // The round of messages that follows names rank 1 again.
+  by_bits.decide(step, t0 + std::chrono::milliseconds(500));
+  ASSERT_TRUE(by_bits.missing_bit(d).has_value());
+  EXPECT_EQ(*by_bits.missing_bit(d), std::vector<int>{1});
+}
+
 Response resp(const std::string& name, int64_t n, int dtype = TANDEM_FLOAT32) {
   Response r;
   r.name = name;
@@ -129,17 +217,15 @@ TEST(Settings, DefaultsHorovodNamesAndStrictParsing) {
   Settings h = Settings::from_environment(env({{"HOROVOD_FUSION_THRESHOLD", "1024"},
                                                {"HOROVOD_CYCLE_TIME", "2.5"},
                                                {"HOROVOD_CACHE_CAPACITY", "0"},
-                                               {"HOROVOD_LOG_LEVEL", "DEBUG"},
                                                {"TANDEM_TIMELINE", "/tmp/t.json"}}));
   EXPECT_EQ(h.fusion_threshold_bytes, 1024u);
   EXPECT_EQ(h.cycle_time_ms, 2.5);
   EXPECT_EQ(h.cache_capacity, 0u);
-  EXPECT_EQ(h.log_level, LogLevel::kDebug);
   EXPECT_EQ(h.timeline_path, "/tmp/t.json");
   for (auto bad : std::vector<std::pair<std::string, std::string>>{
            {"HOROVOD_FUSION_THRESHOLD", "64MB"}, {"TANDEM_CYCLE_TIME", "-1"},
            {"TANDEM_CACHE_CAPACITY", "1e3"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "soon"},
-           {"TANDEM_LOG_LEVEL", "loud"}, {"TANDEM_TIMELINE_MARK_CYCLES", "2"},
+           {"TANDEM_TIMELINE_MARK_CYCLES", "2"},
            {"TANDEM_CACHE_CAPACITY", "2000000"}, {"TANDEM_FUSION_THRESHOLD", " 5"}}) {
     try {
       Settings::from_environment(env({bad}));

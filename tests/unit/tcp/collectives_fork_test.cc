@@ -1,7 +1,9 @@
 // The algorithms across nodes over the real TCP transport, ranks as forked
 // processes on loopback (collectives/: recursive doubling, halving-doubling,
-// ring, the model's pick; Bruck and pairwise allgather; binomial and
-// scatter-allgather broadcast), 1-8 ranks:
+// ring, the model's pick; Bruck and ring allgather; binomial and
+// scatter-allgather broadcast), 1-8, 12 and 16 ranks, each connected as the
+// engine's Communicator connects them (the algorithms' partners at set-up,
+// collectives/partners.h; any other peer on first use):
 //   - exact values of small integers for several types and ops, sizes 0, 1,
 //     odd and several 1 MiB pieces;
 //   - random floats: every rank reports a hash of its result (they must all
@@ -19,6 +21,7 @@
 
 #include "collectives/collectives.h"
 #include "collectives/model.h"
+#include "collectives/partners.h"
 #include "common/settings.h"
 #include "tests/unit/collectives/reference.h"
 #include "tests/unit/tcp/fork_ranks.h"
@@ -42,11 +45,10 @@ uint64_t fnv(const void* p, size_t n) {
 // One rank's whole sweep; says "bad <what>" for each wrong result and
 // "hash <case> <value>" for each random-float result, then "done".
 void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>& say) {
-  auto t = connect_tcp(b, [&] {
-    std::vector<int> all(b.identity().size);
-    for (int r = 0; r < b.identity().size; ++r) all[r] = r;
-    return all;
-  }(), milliseconds(60000));
+  const int size = b.identity().size;
+  std::vector<int> all(size);
+  for (int r = 0; r < size; ++r) all[r] = r;
+  auto t = connect_tcp(b, all, milliseconds(60000), algorithm_partners(rank, size));
   const int n = t->size();
   int c = 0;
   for (Algo a : kAlgos) {
@@ -113,7 +115,7 @@ void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>
     }
     std::vector<uint8_t> mine(bytes[rank]), all(total);
     for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<uint8_t>(rank + i * 3);
-    if (g == 0) allgatherv_pairwise(*t, mine.data(), all.data(), bytes);
+    if (g == 0) allgatherv_ring(*t, mine.data(), all.data(), bytes);
     else if (g == 1) allgatherv_bruck(*t, mine.data(), all.data(), bytes);
     else allgatherv(*t, mine.data(), all.data(), bytes);
     size_t pos = 0;
@@ -152,8 +154,8 @@ std::vector<std::string> lines_until_done(ForkRanks& ranks, int r) {
   }
 }
 
-TEST(CollectivesFork, EveryAlgorithmOverTcpOn1To8Ranks) {
-  for (int n = 1; n <= 8; ++n) {
+TEST(CollectivesFork, EveryAlgorithmOverTcpOn1To16Ranks) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 12, 16}) {
     ForkRanks ranks(n, sweep);
     ranks.serve(2, milliseconds(60000));
     std::vector<std::vector<std::string>> hashes(n);

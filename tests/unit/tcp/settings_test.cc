@@ -111,5 +111,19 @@ TEST(TcpSettings, SpinAndStatsAreStrict) {
   EXPECT_THAT(message_of([] { tcp_stats_from_environment(); }), HasSubstr("TANDEM_TCP_STATS"));
 }
 
+TEST(TcpSettings, ConnectSchemeIsStrict) {
+  ::unsetenv(kConnectVariable);
+  EXPECT_EQ(connect_scheme_from_environment(), ConnectScheme::kPlanned);
+  EnvGuard g(kConnectVariable, "all");
+  EXPECT_EQ(connect_scheme_from_environment(), ConnectScheme::kAll);
+  ::setenv(kConnectVariable, "planned", 1);
+  EXPECT_EQ(connect_scheme_from_environment(), ConnectScheme::kPlanned);
+  for (const char* bad : {"mesh", "ALL", " all"}) {
+    ::setenv(kConnectVariable, bad, 1);
+    EXPECT_THAT(message_of([] { connect_scheme_from_environment(); }),
+                HasSubstr(std::string("TANDEM_TCP_CONNECT='") + bad + "'"));
+  }
+}
+
 }  // namespace
 }  // namespace tandem

@@ -6,7 +6,10 @@
 // rank outside the group, and one closed at once. The job must still connect
 // and exchange data correctly, every foreign socket must be closed by the
 // rank without an answer, and each rejection must be logged with the foreign
-// socket's address.
+// socket's address. With every pair connected at set-up the listeners then
+// close; with connections made on first use they stay open, and the same
+// foreign connections fired after set-up are rejected just the same while
+// the members connect among themselves.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -127,8 +130,8 @@ TEST(TcpSecurity, ForeignConnectionsAreRejectedAndTheJobIsUnaffected) {
     tcp::Secret secret{};
     SpyBootstrap spy(inner, [&, rank](const std::vector<Bytes>& all) {
       if (rank != 0) return;
-      if (all[0].size() == secret.size()) {  // the broadcast of the secret
-        std::copy(all[0].begin(), all[0].end(), secret.begin());
+      if (all[0].size() == secret.size() + 1) {  // the broadcast of the secret and scheme
+        std::copy(all[0].begin(), all[0].begin() + secret.size(), secret.begin());
         return;
       }
       for (int r = 0; r < n; ++r) {
@@ -167,6 +170,57 @@ TEST(TcpSecurity, ForeignConnectionsAreRejectedAndTheJobIsUnaffected) {
   EXPECT_THAT(log, testing::HasSubstr("wrong secret"));
   EXPECT_THAT(log, testing::HasSubstr("claims world rank 42"));
   EXPECT_THAT(log, testing::HasSubstr("protocol version"));
+}
+
+TEST(TcpSecurity, ForeignConnectionsAfterSetUpAreRejectedWhileMembersConnectOnFirstUse) {
+  const int n = 3;
+  std::vector<Foreign> foreign;
+  std::vector<SockAddr> endpoints;
+  tcp::Secret secret{};
+  testing::internal::CaptureStderr();
+  run_ranks(n, [&](int rank, Bootstrap& inner) {
+    SpyBootstrap spy(inner, [&, rank](const std::vector<Bytes>& all) {
+      if (rank != 0) return;
+      if (all[0].size() == secret.size() + 1) {
+        std::copy(all[0].begin(), all[0].begin() + secret.size(), secret.begin());
+        return;
+      }
+      for (int r = 0; r < n; ++r)
+        if (const auto ep = tcp::decode_endpoint(all[r])) endpoints.push_back(*ep);
+    });
+    // Nothing planned: every pair connects on first use, the listeners stay open.
+    auto t = connect_tcp(spy, {0, 1, 2}, milliseconds(30000), {});
+    EXPECT_EQ(t->traffic().connections, 0);
+    inner.barrier(milliseconds(10000));
+    if (rank == 0)
+      for (int r = 0; r < n; ++r)
+        for (auto& f : attack(endpoints[r], secret)) foreign.push_back(std::move(f));
+    inner.barrier(milliseconds(10000));
+    const size_t bytes = (size_t{1} << 20) + 1;
+    for (int k = 1; k < n; ++k) {
+      auto out = pattern(bytes, rank);
+      std::vector<uint8_t> in(bytes);
+      const int from = (rank + n - k) % n;
+      t->sendrecv((rank + k) % n, out.data(), bytes, from, in.data(), bytes);
+      EXPECT_EQ(first_difference(in, pattern(bytes, from)), -1);
+    }
+    EXPECT_EQ(t->traffic().connections, n - 1);
+    inner.barrier(milliseconds(10000));
+    // Every pair is connected now: the listeners closed.
+    if (rank == 0) {
+      for (const auto& ep : endpoints) EXPECT_THROW(connect_blocking(ep), SystemError);
+    }
+    inner.barrier(milliseconds(10000));
+  });
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(foreign.size(), 21u);
+  for (const auto& f : foreign) {
+    expect_closed_without_answer(f);
+    EXPECT_THAT(log, testing::HasSubstr("rejected a connection from " + f.local))
+        << f.kind << "; log:\n"
+        << log;
+  }
+  EXPECT_THAT(log, testing::HasSubstr("claims world rank 42"));
 }
 
 }  // namespace

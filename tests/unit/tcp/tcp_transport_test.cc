@@ -1,5 +1,6 @@
 // The TCP transport between ranks-as-threads over loopback: sizes, group
-// sizes, concurrent disjoint groups, deadlock-free rings, ordering, misuse.
+// sizes, concurrent disjoint groups, deadlock-free rings, ordering, misuse;
+// planned connections at set-up and the others on first use.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -8,6 +9,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "collectives/collectives.h"
+#include "collectives/partners.h"
 #include "common/errors.h"
 #include "tests/unit/tcp/thread_ranks.h"
 #include "transport/tcp/tcp_transport.h"
@@ -262,6 +265,97 @@ TEST(TcpResources, SocketsAreCloseOnExecAndNothingLeaks) {
     b.barrier(kTimeout);
   });
   EXPECT_EQ(count_open_fds(), before);
+}
+
+// Connections: set-up opens exactly the planned pairs; a call to any other
+// peer connects it first, whoever of the two gets there first, and the
+// data is intact.
+TEST(TcpFirstUse, SetUpOpensThePlanAndEveryOtherPairConnectsWhenUsed) {
+  const int n = 11;
+  run_ranks(n, [&](int rank, Bootstrap& b) {
+    const std::vector<int> plan = algorithm_partners(rank, n);
+    auto t = connect_tcp(b, iota_members(n), kTimeout, plan);
+    EXPECT_EQ(t->traffic().connections, static_cast<int>(plan.size()));
+    EXPECT_LT(plan.size(), static_cast<size_t>(n - 1));
+    // The algorithms run on the plan alone.
+    std::vector<float> x(3000, 1.0f);
+    for (auto a : {AllreduceAlgorithm::kRecursiveDoubling, AllreduceAlgorithm::kHalvingDoubling,
+                   AllreduceAlgorithm::kRing})
+      allreduce(*t, x.data(), x.data(), x.size(), Reduction{TANDEM_FLOAT32, TANDEM_MAX}, a);
+    EXPECT_EQ(t->traffic().connections, static_cast<int>(plan.size()));
+    // Shift by shift every pair exchanges: the unplanned ones connect now,
+    // both ends needing the pair in the same call.
+    for (int s = 1; s < n; ++s) {
+      const int to = (rank + s) % n, from = (rank + n - s) % n;
+      auto out = pattern(4093, rank * 100 + to);
+      std::vector<uint8_t> in(4093);
+      t->sendrecv(to, out.data(), out.size(), from, in.data(), in.size());
+      EXPECT_EQ(first_difference(in, pattern(4093, from * 100 + rank)), -1) << "from " << from;
+    }
+    EXPECT_EQ(t->traffic().connections, n - 1);
+  });
+}
+
+// A rank waiting in a call on one peer answers another that connects to it:
+// rank 0 sends to 2 (and must connect first) while 2 waits for 1, and 1
+// waits for 0. Had rank 2 not served its listener while it waited, 0 would
+// wait for 2's answer, 1 for 0 and 2 for 1, forever.
+TEST(TcpFirstUse, ARankWaitingOnAnotherPeerAnswersAConnection) {
+  run_ranks(3, [&](int rank, Bootstrap& b) {
+    auto t = connect_tcp(b, iota_members(3), milliseconds(20000), {});
+    uint8_t x = static_cast<uint8_t>(rank + 10), y = 0;
+    if (rank == 0) {
+      t->send(2, &x, 1);
+      t->send(1, &x, 1);
+    } else if (rank == 1) {
+      t->recv(0, &y, 1);
+      EXPECT_EQ(y, 10);
+      t->send(2, &x, 1);
+    } else {
+      t->recv(1, &y, 1);
+      EXPECT_EQ(y, 11);
+      t->recv(0, &y, 1);
+      EXPECT_EQ(y, 10);
+    }
+  });
+}
+
+// A peer that does not answer when first used: the connect times out after
+// the transport's timeout and names the peer. A peer whose transport is
+// gone refuses at once and is reported lost.
+TEST(TcpFirstUse, ASilentPeerIsNamedAndAGoneOneIsLost) {
+  run_ranks(4, [&](int rank, Bootstrap& b) {
+    auto t = connect_tcp(b, iota_members(4), milliseconds(500), {});
+    b.barrier(kTimeout);
+    uint8_t x = 1;
+    if (rank == 0) {
+      // Rank 1 sits in the barrier: nobody answers the hello within 500 ms.
+      try {
+        t->recv(1, &x, 1);
+        ADD_FAILURE() << "no error";
+      } catch (const TimeoutError& e) {
+        EXPECT_NE(std::string(e.what()).find("world rank 1"), std::string::npos) << e.what();
+      }
+    }
+    if (rank == 3) t.reset();
+    b.barrier(kTimeout);
+    if (rank == 2) {
+      // Rank 3's transport is gone, its listener with it.
+      try {
+        t->send(3, &x, 1);
+        ADD_FAILURE() << "no error";
+      } catch (const PeerLostError& e) {
+        EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
+      }
+    }
+    b.barrier(kTimeout);
+  });
+}
+
+TEST(TcpFirstUse, PlanMustNameOtherMembers) {
+  run_ranks(1, [&](int, Bootstrap& b) {
+    EXPECT_THROW(connect_tcp(b, {0}, kTimeout, {1}), InvalidArgument);
+  });
 }
 
 }  // namespace

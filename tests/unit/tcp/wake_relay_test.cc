@@ -15,6 +15,7 @@
 
 #include "bootstrap/memory_bootstrap.h"
 #include "shm/control.h"
+#include "shm/doorbell.h"
 #include "transport/tcp/interface.h"
 #include "transport/tcp/wake_relay.h"
 
@@ -40,8 +41,9 @@ struct TwoNodes {
     std::vector<std::thread> t;
     for (int r = 0; r < 4; ++r)
       t.emplace_back([&, r] {
-        relays[r] = WakeRelay::create(*boots[r], *bells[r], true, loopback(),
-                                      std::chrono::seconds(30));
+        Doorbell& bell = *bells[r];
+        relays[r] = WakeRelay::create(*boots[r], [&bell](uint64_t round) { bell.relay(round); },
+                                      true, loopback(), std::chrono::seconds(30));
       });
     for (auto& x : t) x.join();
   }
@@ -84,15 +86,67 @@ TEST(WakeRelay, DatagramsWithoutTheKeyAreIgnored) {
   const SockAddr to = n.relays[2]->listening_on();
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(fd, 0);
-  uint8_t forged[24] = {};
+  uint8_t forged[28] = {};  // the right size, not the key
   uint64_t round = 9;
   std::memcpy(forged + 16, &round, sizeof round);
-  ASSERT_EQ(::sendto(fd, forged, sizeof forged, 0, to.get(), to.len), 24);
+  ASSERT_EQ(::sendto(fd, forged, sizeof forged, 0, to.get(), to.len), 28);
   ASSERT_EQ(::sendto(fd, "short", 5, 0, to.get(), to.len), 5);
   ::close(fd);
   n.relays[0]->forward(2);  // after the forged ones, on the same socket
   ASSERT_TRUE(eventually([&] { return n.relays[2]->relayed() == 1; }));
   EXPECT_EQ(n.bells[2]->requested(), 2u);
+}
+
+// Nine nodes of one rank: a round forwarded from any node reaches every
+// other node exactly once down a binomial tree; the origin sends
+// ceil(log2 9) = 4 datagrams, not 8, and the job sends 8 in all.
+TEST(WakeRelay, ARoundTravelsDownATreeAndReachesEveryNodeOnce) {
+  const int n = 9;
+  auto world = MemoryWorld::with_placement({0, 1, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<std::unique_ptr<ControlBlock>> controls;
+  std::vector<std::unique_ptr<Doorbell>> bells;
+  std::vector<std::unique_ptr<MemoryBootstrap>> boots;
+  for (int r = 0; r < n; ++r) {
+    controls.push_back(std::make_unique<ControlBlock>());
+    bells.push_back(std::make_unique<Doorbell>(controls[r].get(), 0, 1));
+    boots.push_back(std::make_unique<MemoryBootstrap>(world, r));
+  }
+  std::vector<std::unique_ptr<WakeRelay>> relays(n);
+  std::vector<std::thread> t;
+  for (int r = 0; r < n; ++r)
+    t.emplace_back([&, r] {
+      Doorbell& bell = *bells[r];
+      relays[r] = WakeRelay::create(*boots[r], [&bell](uint64_t round) { bell.relay(round); },
+                                    true, loopback(), std::chrono::seconds(30));
+    });
+  for (auto& x : t) x.join();
+  uint64_t round = 10;
+  for (int origin : {4, 0}) {
+    ++round;  // rounds only grow
+    std::vector<uint64_t> sent(n), relayed(n);
+    for (int r = 0; r < n; ++r) {
+      sent[r] = relays[r]->sent();
+      relayed[r] = relays[r]->relayed();
+    }
+    relays[origin]->forward(round);
+    for (int r = 0; r < n; ++r) {
+      if (r == origin) continue;
+      EXPECT_TRUE(eventually([&] { return bells[r]->requested() == round; })) << "node " << r;
+      EXPECT_TRUE(eventually([&] { return relays[r]->relayed() == relayed[r] + 1; })) << "node " << r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing more arrives
+    uint64_t total = 0;
+    for (int r = 0; r < n; ++r) {
+      total += relays[r]->sent() - sent[r];
+      EXPECT_LE(relays[r]->sent() - sent[r], 4u) << "node " << r;
+      if (r != origin) {
+        EXPECT_EQ(relays[r]->relayed(), relayed[r] + 1) << "node " << r << " heard it twice";
+      }
+    }
+    EXPECT_EQ(relays[origin]->sent() - sent[origin], 4u);
+    EXPECT_EQ(total, static_cast<uint64_t>(n - 1));
+    EXPECT_EQ(relays[origin]->relayed(), relayed[origin]) << "the origin hears its own round";
+  }
 }
 
 // TANDEM_WAKE_RELAY=0 on any rank: nobody gets a relay (and nobody hangs
@@ -106,7 +160,8 @@ TEST(WakeRelay, OneRankOptingOutTurnsItOffEverywhere) {
     t.emplace_back([&, r] {
       MemoryBootstrap boot(world, r);
       Doorbell bell(r == 0 ? &node0 : &node1, r == 0 ? 0 : r - 1, r == 0 ? 1 : 2);
-      relays[r] = WakeRelay::create(boot, bell, r != 2, loopback(), std::chrono::seconds(30));
+      relays[r] = WakeRelay::create(boot, [&bell](uint64_t round) { bell.relay(round); }, r != 2,
+                                    loopback(), std::chrono::seconds(30));
     });
   for (auto& x : t) x.join();
   for (int r = 0; r < 3; ++r) EXPECT_EQ(relays[r], nullptr) << "rank " << r;

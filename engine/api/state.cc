@@ -1,0 +1,7 @@
+#include "api/state.h"
+
+namespace tandem::api {
+
+State state;
+
+}  // namespace tandem::api

@@ -1,0 +1,342 @@
+// The kernels work on blocks of kBlock elements held in a small accumulator
+// array: each input is folded into the block with one tight, branch-free
+// loop, which GCC vectorises at -O2/-O3 (checked with -fopt-info-vec; see
+// docs/engine.md). Blocking keeps the accumulator in L1 whatever n is, and
+// lets float16/bfloat16 accumulate in float32 without a full-size temporary.
+#include "common/reduce.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "common/errors.h"
+
+namespace tandem {
+namespace {
+
+constexpr size_t kBlock = 512;
+constexpr size_t kFew = 8;  // elements: see kernel
+
+inline uint32_t f2u(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float u2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+
+// IEEE half <-> float, branch-free so that the loops still vectorise.
+// Widening is exact; narrowing rounds to nearest even, NaN stays a (quiet) NaN.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t em = static_cast<uint32_t>(h & 0x7fffu);
+  // Normal and subnormal: shift into place and rescale by 2^112 (exact).
+  const float scaled = u2f(em << 13) * 0x1p112f;
+  // Inf/NaN: all-ones exponent.
+  const uint32_t special = (em << 13) | 0x7f800000u;
+  const uint32_t body = em >= 0x7c00u ? special : f2u(scaled);
+  return u2f(body | sign);
+}
+
+inline uint16_t float_to_half(float f) {
+  uint32_t u = f2u(f);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  u &= 0x7fffffffu;
+  // Subnormal results: let the FPU round by adding a magic number.
+  const float denorm_magic = u2f(((127 - 15) + (23 - 10) + 1) << 23);
+  const uint32_t sub = f2u(u2f(u) + denorm_magic) - f2u(denorm_magic);
+  // Normal results: rebias the exponent and round the mantissa to even.
+  const uint32_t odd = (u >> 13) & 1u;
+  const uint32_t norm = (u + (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + odd) >> 13;
+  const uint32_t big = u > 0x7f800000u ? 0x7e00u : 0x7c00u;  // NaN : overflow/Inf
+  const uint32_t r = u >= ((127 + 16) << 23) ? big : (u < (113u << 23) ? sub : norm);
+  return static_cast<uint16_t>(r | sign);
+}
+
+inline float bf16_to_float(uint16_t b) { return u2f(static_cast<uint32_t>(b) << 16); }
+
+inline uint16_t float_to_bf16(float f) {
+  const uint32_t u = f2u(f);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = (u >> 16) | 0x40u;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+// Element types: storage T, accumulator A, and the conversions between them.
+template <typename S>
+struct Plain {
+  using T = S;
+  using A = S;
+  static constexpr bool floating = std::is_floating_point<S>::value;
+  static constexpr bool widened = false;
+  static A load(T x) { return x; }
+  static T store(A x) { return x; }
+};
+// float16 is widened a block at a time: with F16C (checked at run time) by
+// the hardware's converters, else by the portable branch-free code above.
+void widen_half_portable(const uint16_t* s, float* d, size_t m) {
+  for (size_t i = 0; i < m; ++i) d[i] = half_to_float(s[i]);
+}
+void narrow_half_portable(const float* s, uint16_t* d, size_t m) {
+  for (size_t i = 0; i < m; ++i) d[i] = float_to_half(s[i]);
+}
+#if defined(__x86_64__)
+__attribute__((target("avx2,f16c"))) void widen_half_f16c(const uint16_t* s, float* d, size_t m) {
+  size_t i = 0;
+  for (; i + 8 <= m; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  for (; i < m; ++i) d[i] = half_to_float(s[i]);
+}
+__attribute__((target("avx2,f16c"))) void narrow_half_f16c(const float* s, uint16_t* d, size_t m) {
+  size_t i = 0;
+  for (; i + 8 <= m; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < m; ++i) d[i] = float_to_half(s[i]);
+}
+const bool kHaveF16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+const bool kHaveF16c = false;
+#endif
+
+struct Half {
+  using T = uint16_t;
+  using A = float;
+  static constexpr bool floating = true;
+  static constexpr bool widened = true;
+  static void widen(const T* s, A* d, size_t m) {
+#if defined(__x86_64__)
+    if (kHaveF16c) return widen_half_f16c(s, d, m);
+#endif
+    widen_half_portable(s, d, m);
+  }
+  static void narrow(const A* s, T* d, size_t m) {
+#if defined(__x86_64__)
+    if (kHaveF16c) return narrow_half_f16c(s, d, m);
+#endif
+    narrow_half_portable(s, d, m);
+  }
+};
+// bfloat16 conversions are integer work on whole blocks (type-punned once
+// per block, not per element), which vectorises.
+struct BHalf {
+  using T = uint16_t;
+  using A = float;
+  static constexpr bool floating = true;
+  static constexpr bool widened = true;
+  static void widen(const T* s, A* d, size_t m) {
+    alignas(64) uint32_t w[kBlock];
+    for (size_t i = 0; i < m; ++i) w[i] = static_cast<uint32_t>(s[i]) << 16;
+    std::memcpy(d, w, m * 4);
+  }
+  static void narrow(const A* s, T* d, size_t m) {
+    alignas(64) uint32_t u[kBlock];
+    std::memcpy(u, s, m * 4);
+    for (size_t i = 0; i < m; ++i) {
+      const uint32_t x = u[i];
+      const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+      const uint32_t nan = (x >> 16) | 0x40u;
+      d[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    }
+  }
+};
+
+// bool: any non-zero byte is true; results are 0 or 1.
+struct Bool {
+  using T = uint8_t;
+  using A = uint8_t;
+  static constexpr bool floating = false;
+  static constexpr bool widened = false;
+  static A load(T x) { return x != 0; }
+  static T store(A x) { return x; }
+};
+
+// Integer sum and product wrap around (two's complement) instead of being
+// undefined behaviour: computed in the unsigned type of the same width.
+template <typename A>
+inline A wrap_add(A a, A b) {
+  if constexpr (std::is_integral<A>::value) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
+template <typename A>
+inline A wrap_mul(A a, A b) {
+  if constexpr (std::is_integral<A>::value) {
+    using U = std::make_unsigned_t<A>;
+    using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+    return static_cast<A>(static_cast<U>(static_cast<W>(a) * static_cast<W>(b)));
+  } else {
+    return a * b;
+  }
+}
+
+struct SumOp { template <typename A> static A apply(A a, A b) { return wrap_add(a, b); } };
+struct ProdOp { template <typename A> static A apply(A a, A b) { return wrap_mul(a, b); } };
+struct MinOp { template <typename A> static A apply(A a, A b) { return b < a ? b : a; } };
+struct MaxOp { template <typename A> static A apply(A a, A b) { return a < b ? b : a; } };
+struct OrOp { template <typename A> static A apply(A a, A b) { return a | b; } };
+struct AndOp { template <typename A> static A apply(A a, A b) { return a & b; } };
+
+template <typename E, typename Op>
+void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduction& r) {
+  using T = typename E::T;
+  using A = typename E::A;
+  T* out = static_cast<T*>(out_v);
+  const bool pre = E::floating && r.prescale != 1.0;
+  const bool avg = r.finalize && r.op == TANDEM_AVERAGE && r.divisor != 1;
+  const bool post = E::floating && r.finalize && r.postscale != 1.0;
+  const A ps = static_cast<A>(r.prescale);
+  const A qs = static_cast<A>(r.postscale);
+  const A div = static_cast<A>(r.divisor);
+  if constexpr (!E::widened) {
+    // A few elements (the latency path): fold each straight into out. The
+    // block loops below copy the first input and the result with an
+    // inlined memcpy (rep movs), whose start-up was a tenth of an 8-byte
+    // allreduce. Same operations in the same order, so the same bits.
+    if (count <= kFew) {
+      for (size_t i = 0; i < count; ++i) {
+        A a = E::load(static_cast<const T*>(in[0])[i]);
+        if (pre) a = a * ps;
+        for (int k = 1; k < n; ++k) {
+          const T x = static_cast<const T*>(in[k])[i];
+          a = pre ? Op::apply(a, static_cast<A>(E::load(x) * ps)) : Op::apply(a, E::load(x));
+        }
+        if (avg) a = static_cast<A>(a / div);
+        if (post) a = a * qs;
+        out[i] = E::store(a);
+      }
+      return;
+    }
+  }
+  alignas(64) A acc[kBlock];
+  alignas(64) A tmp[kBlock];
+  for (size_t base = 0; base < count; base += kBlock) {
+    const size_t m = count - base < kBlock ? count - base : kBlock;
+    const T* s0 = static_cast<const T*>(in[0]) + base;
+    if constexpr (E::widened) {
+      E::widen(s0, acc, m);
+    } else {
+      for (size_t i = 0; i < m; ++i) acc[i] = E::load(s0[i]);
+    }
+    if (pre)
+      for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * ps;
+    for (int k = 1; k < n; ++k) {
+      const T* s = static_cast<const T*>(in[k]) + base;
+      if constexpr (E::widened) {
+        E::widen(s, tmp, m);
+        if (pre) {
+          for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], static_cast<A>(tmp[i] * ps));
+        } else {
+          for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], tmp[i]);
+        }
+      } else if (pre) {
+        for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], static_cast<A>(E::load(s[i]) * ps));
+      } else {
+        for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], E::load(s[i]));
+      }
+    }
+    if (avg)
+      for (size_t i = 0; i < m; ++i) acc[i] = static_cast<A>(acc[i] / div);
+    if (post)
+      for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * qs;
+    T* o = out + base;
+    if constexpr (E::widened) {
+      E::narrow(acc, o, m);
+    } else {
+      for (size_t i = 0; i < m; ++i) o[i] = E::store(acc[i]);
+    }
+  }
+}
+
+template <typename E>
+void by_op(void* out, const void* const* in, int n, size_t count, const Reduction& r) {
+  switch (r.op) {
+    case TANDEM_SUM:
+    case TANDEM_AVERAGE: return kernel<E, SumOp>(out, in, n, count, r);
+    case TANDEM_PRODUCT: return kernel<E, ProdOp>(out, in, n, count, r);
+    case TANDEM_MIN: return kernel<E, MinOp>(out, in, n, count, r);
+    case TANDEM_MAX: return kernel<E, MaxOp>(out, in, n, count, r);
+    default: break;
+  }
+  throw InvalidArgument(std::string("reduce: unknown op ") + std::to_string(r.op));
+}
+
+void by_op_bool(void* out, const void* const* in, int n, size_t count, const Reduction& r) {
+  switch (r.op) {
+    case TANDEM_SUM:
+    case TANDEM_MAX: return kernel<Bool, OrOp>(out, in, n, count, r);
+    case TANDEM_MIN:
+    case TANDEM_PRODUCT: return kernel<Bool, AndOp>(out, in, n, count, r);
+    default: break;
+  }
+  throw InvalidArgument(std::string("reduce: op ") + op_name(r.op) + " is not defined for bool");
+}
+
+}  // namespace
+
+size_t dtype_size(int dtype) {
+  switch (dtype) {
+    case TANDEM_UINT8: case TANDEM_INT8: case TANDEM_BOOL: return 1;
+    case TANDEM_FLOAT16: case TANDEM_BFLOAT16: return 2;
+    case TANDEM_INT32: case TANDEM_FLOAT32: return 4;
+    case TANDEM_INT64: case TANDEM_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+const char* dtype_name(int dtype) {
+  static const char* const names[] = {"uint8",   "int8",     "int32",   "int64", "float16",
+                                      "bfloat16", "float32", "float64", "bool"};
+  return dtype >= 0 && dtype < TANDEM_DTYPE_COUNT_ ? names[dtype] : "unknown";
+}
+
+const char* op_name(int op) {
+  static const char* const names[] = {"sum", "average", "min", "max", "product"};
+  return op >= 0 && op < TANDEM_OP_COUNT_ ? names[op] : "unknown";
+}
+
+bool is_floating(tandem_dtype_t dtype) {
+  return dtype == TANDEM_FLOAT16 || dtype == TANDEM_BFLOAT16 || dtype == TANDEM_FLOAT32 ||
+         dtype == TANDEM_FLOAT64;
+}
+
+void check_reduction(const char* what, int dtype, int op, double prescale, double postscale) {
+  const std::string w(what);
+  if (dtype_size(dtype) == 0)
+    throw InvalidArgument(w + ": unknown data type " + std::to_string(dtype) +
+                          "; expected a tandem_dtype_t (TANDEM_UINT8 .. TANDEM_BOOL)");
+  if (op < 0 || op >= TANDEM_OP_COUNT_)
+    throw InvalidArgument(w + ": unknown reduction op " + std::to_string(op) +
+                          "; expected a tandem_op_t (TANDEM_SUM .. TANDEM_PRODUCT)");
+  if (dtype == TANDEM_BOOL && op == TANDEM_AVERAGE)
+    throw InvalidArgument(w + ": average is not defined for bool; use sum (or) or min (and)");
+  const bool floating = is_floating(static_cast<tandem_dtype_t>(dtype));
+  if (!floating && (prescale != 1.0 || postscale != 1.0))
+    throw InvalidArgument(w + ": prescale/postscale must be 1.0 for " + dtype_name(dtype) +
+                          ", got " + std::to_string(prescale) + "/" + std::to_string(postscale) +
+                          "; scale a floating-point type instead");
+  if (!std::isfinite(prescale) || !std::isfinite(postscale))
+    throw InvalidArgument(w + ": prescale and postscale must be finite numbers");
+}
+
+void reduce(void* out, const void* const* in, int n, size_t count, const Reduction& r) {
+  if (count == 0) return;
+  switch (r.dtype) {
+    case TANDEM_UINT8: return by_op<Plain<uint8_t>>(out, in, n, count, r);
+    case TANDEM_INT8: return by_op<Plain<int8_t>>(out, in, n, count, r);
+    case TANDEM_INT32: return by_op<Plain<int32_t>>(out, in, n, count, r);
+    case TANDEM_INT64: return by_op<Plain<int64_t>>(out, in, n, count, r);
+    case TANDEM_FLOAT16: return by_op<Half>(out, in, n, count, r);
+    case TANDEM_BFLOAT16: return by_op<BHalf>(out, in, n, count, r);
+    case TANDEM_FLOAT32: return by_op<Plain<float>>(out, in, n, count, r);
+    case TANDEM_FLOAT64: return by_op<Plain<double>>(out, in, n, count, r);
+    case TANDEM_BOOL: return by_op_bool(out, in, n, count, r);
+    default: break;
+  }
+  throw InvalidArgument(std::string("reduce: unknown data type ") + std::to_string(r.dtype));
+}
+
+}  // namespace tandem

@@ -1,0 +1,3 @@
+"""``horovod.torch.elastic.sampler`` on Tandem."""
+
+from tandem.torch.elastic.sampler import ElasticSampler  # noqa: F401

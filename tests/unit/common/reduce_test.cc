@@ -1,0 +1,128 @@
+// The kernels on their own: conversions and every type x op on few-element
+// and block boundary-crossing lengths, against the tests' reference.
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "common/reduce.h"
+#include "common/errors.h"
+#include "reference.h"
+
+namespace tandem {
+namespace testing {
+namespace {
+
+TEST(Reduce, HalfConversionsRoundTripEveryValue) {
+  // Every float16 bit pattern widens exactly and narrows back to itself
+  // (NaNs stay NaN); every bfloat16 likewise.
+  for (uint32_t u = 0; u < 65536; ++u) {
+    const uint16_t h = static_cast<uint16_t>(u);
+    uint16_t out = 0;
+    const void* in[1] = {&h};
+    Reduction r{TANDEM_FLOAT16, TANDEM_SUM};
+    reduce(&out, in, 1, 1, r);
+    const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    if (nan) {
+      EXPECT_TRUE((out & 0x7c00) == 0x7c00 && (out & 0x3ff)) << std::hex << u;
+    } else {
+      ASSERT_EQ(out, h) << std::hex << u;
+    }
+    r.dtype = TANDEM_BFLOAT16;
+    reduce(&out, in, 1, 1, r);
+    const bool bnan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+    if (bnan) {
+      EXPECT_TRUE((out & 0x7f80) == 0x7f80 && (out & 0x7f)) << std::hex << u;
+    } else {
+      ASSERT_EQ(out, h) << std::hex << u;
+    }
+  }
+}
+
+TEST(Reduce, HalfNarrowingRoundsLikeTheCompiler) {
+  // Sums of two float16 values land between representable values; the
+  // kernel must round exactly as _Float16 does (nearest, ties to even).
+  for (uint32_t a = 0; a < 65536; a += 37) {
+    for (uint32_t b : {0x0001u, 0x3c00u, 0x1400u, 0x8400u, 0x7bffu, 0x0400u}) {
+      const uint16_t x = static_cast<uint16_t>(a), y = static_cast<uint16_t>(b);
+      const float fx = ref_from_half(x), fy = ref_from_half(y);
+      if (std::isnan(fx)) continue;
+      const void* in[2] = {&x, &y};
+      uint16_t out = 0;
+      reduce(&out, in, 2, 1, Reduction{TANDEM_FLOAT16, TANDEM_SUM});
+      ASSERT_EQ(out, ref_to_half(fx + fy)) << std::hex << a << " + " << b;
+      const uint16_t bx = static_cast<uint16_t>(a);
+      const float gx = ref_from_bf16(bx), gy = ref_from_bf16(y);
+      if (std::isnan(gx)) continue;
+      const void* bin[2] = {&bx, &y};
+      reduce(&out, bin, 2, 1, Reduction{TANDEM_BFLOAT16, TANDEM_SUM});
+      ASSERT_EQ(out, ref_to_bf16(gx + gy)) << std::hex << a << " + " << b;
+    }
+  }
+}
+
+// Counts on both sides of the few-element path (kFew) and across blocks
+// (1537: three blocks, the last partial), 1, 2 and 5 inputs.
+TEST(Reduce, EveryTypeAndOpEveryCountPath) {
+  const tandem_dtype_t types[] = {TANDEM_UINT8, TANDEM_INT8, TANDEM_INT32, TANDEM_INT64, TANDEM_FLOAT16,
+                                  TANDEM_BFLOAT16, TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_BOOL};
+  for (int n : {1, 2, 5}) {
+    for (size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{1537}}) {
+      for (auto t : types) {
+        for (int o = 0; o < TANDEM_OP_COUNT_; ++o) {
+          const auto op = static_cast<tandem_op_t>(o);
+          if (t == TANDEM_BOOL && op == TANDEM_AVERAGE) continue;
+          const size_t es = dtype_size(t);
+          const double pre = floating(t) ? 2.0 : 1.0, post = floating(t) ? 0.25 : 1.0;
+          std::vector<std::vector<uint8_t>> bufs(n, std::vector<uint8_t>(count * es));
+          std::vector<const void*> in(n);
+          for (int r = 0; r < n; ++r) {
+            for (size_t i = 0; i < count; ++i) put(t, bufs[r].data(), i, input_value(t, op, r, i));
+            in[r] = bufs[r].data();
+          }
+          Reduction red{t, op, pre, true, post, n};
+          reduce(bufs[n - 1].data(), in.data(), n, count, red);  // in place on one input
+          for (size_t i = 0; i < count; ++i) {
+            uint8_t want[8];
+            expected(t, op, n, i, pre, post, want);
+            ASSERT_EQ(0, std::memcmp(want, bufs[n - 1].data() + i * es, es))
+                << dtype_name(t) << " " << op_name(op) << " " << n << " inputs, count " << count
+                << ", element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, BoolTreatsAnyNonZeroAsTrue) {
+  const uint8_t a[3] = {0, 7, 200}, b[3] = {0, 0, 1};
+  const void* in[2] = {a, b};
+  uint8_t out[3];
+  reduce(out, in, 2, 3, Reduction{TANDEM_BOOL, TANDEM_SUM});
+  EXPECT_EQ(out[0], 0); EXPECT_EQ(out[1], 1); EXPECT_EQ(out[2], 1);
+  reduce(out, in, 2, 3, Reduction{TANDEM_BOOL, TANDEM_MIN});
+  EXPECT_EQ(out[0], 0); EXPECT_EQ(out[1], 0); EXPECT_EQ(out[2], 1);
+}
+
+TEST(Reduce, IntegerAverageTruncatesAndSumWraps) {
+  const int32_t a[2] = {7, 2147483647}, b[2] = {0, 1};
+  const void* in[2] = {a, b};
+  int32_t out[2];
+  reduce(out, in, 2, 2, Reduction{TANDEM_INT32, TANDEM_AVERAGE, 1, true, 1, 2});
+  EXPECT_EQ(out[0], 3);
+  reduce(out, in, 2, 2, Reduction{TANDEM_INT32, TANDEM_SUM});
+  EXPECT_EQ(out[1], -2147483647 - 1);
+}
+
+TEST(Reduce, CheckRejectsWhatMakesNoSense) {
+  EXPECT_THROW(check_reduction("t", 99, TANDEM_SUM, 1, 1), InvalidArgument);
+  EXPECT_THROW(check_reduction("t", TANDEM_FLOAT32, 99, 1, 1), InvalidArgument);
+  EXPECT_THROW(check_reduction("t", TANDEM_BOOL, TANDEM_AVERAGE, 1, 1), InvalidArgument);
+  EXPECT_THROW(check_reduction("t", TANDEM_INT64, TANDEM_SUM, 0.5, 1), InvalidArgument);
+  EXPECT_THROW(check_reduction("t", TANDEM_FLOAT32, TANDEM_SUM, NAN, 1), InvalidArgument);
+  EXPECT_NO_THROW(check_reduction("t", TANDEM_FLOAT16, TANDEM_AVERAGE, 0.5, 2));
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace tandem
