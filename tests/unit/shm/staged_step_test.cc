@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "bootstrap/memory_bootstrap.h"
-#include "collectives/reduce.h"
+#include "common/reduce.h"
 #include "shm/shm_group.h"
 
 namespace tandem {
