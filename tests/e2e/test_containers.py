@@ -466,7 +466,7 @@ def test_oci_runtime_wrapper_for_slurm_container(cluster, work):
                                  "LD_PRELOAD=%s/libtandem-preload.so" % engine_dir,
                                  "PYTHONPATH=/image/own"]
     (bundle / "config.json").write_text(json.dumps(config))
-    wrapper = ROOT / "tools" / "tandem-oci-run"
+    wrapper = cluster.build / "tools" / "tandem-oci-run"
     r = subprocess.run([str(wrapper), "runc", "run", "-b", str(bundle), "tandem-oci-%d" % os.getpid()],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

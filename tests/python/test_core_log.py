@@ -1,9 +1,11 @@
 """The "tandem" logger (python/tandem/_log.py) follows the engine's log
 variables: levels, the python subsystem, the line format, one clear error
-for a bad value (at import, as the engine gives at init)."""
+for a bad value (at import, as the engine gives at init); the Python
+tools' errors in the same format."""
 
 import io
 import logging
+import os
 import subprocess
 import sys
 
@@ -82,3 +84,36 @@ def test_library_load_is_logged_at_info(py_env):
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stderr.startswith("tandem[r0 here] INFO python: libtandem "), r.stderr
+
+
+def test_oci_run_errors_are_lines_of_the_one_log(build_dir, tmp_path):
+    """tandem-oci-run (Slurm's --container wrapper) stops with one line in the
+    tools' format, at every level and subsystem selection, and a bad
+    TANDEM_LOG is named without hiding the error."""
+    tool = str(build_dir / "tools" / "tandem-oci-run")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TANDEM_", "HOROVOD_"))}
+
+    def run(args, **extra):
+        r = subprocess.run([tool] + args, capture_output=True, text=True,
+                           env=dict(env, **extra), timeout=60)
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert r.stdout == ""
+        return r.stderr.splitlines()
+
+    lines = run([])
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("tandem-oci-run ERROR tools: expected an OCI runtime command "
+                               "to run"), lines
+    missing = tmp_path / "no-bundle"
+    for extra in ({}, {"TANDEM_LOG": "error", "TANDEM_LOG_SUBSYS": "^tools"}):
+        lines = run(["true", "-b", str(missing)], **extra)
+        assert lines == ["tandem-oci-run ERROR tools: cannot read the bundle's %s/config.json: "
+                         "[Errno 2] No such file or directory: '%s/config.json'; check the "
+                         "runtime's -b/--bundle argument in oci.conf's RunTimeRun (%%b)"
+                         % (missing, missing)], lines
+    (tmp_path / "config.json").write_text("{not json")
+    lines = run(["true", "--bundle=%s" % tmp_path], TANDEM_LOG="loud")
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("tandem-oci-run ERROR tools: TANDEM_LOG='loud': expected one of"), lines
+    assert lines[1].startswith("tandem-oci-run ERROR tools: cannot read the bundle's %s/config.json: "
+                               % tmp_path), lines
