@@ -69,6 +69,9 @@ struct ControlBlock {
   uint32_t local_size;
   uint64_t chunk_bytes;
   uint64_t arena_bytes;
+  // Setup: local ranks other than the creator that have opened the segment;
+  // the last of them removes its name (ShmGroup's constructor).
+  std::atomic<uint32_t> opened;
   // Bytes per rank per step of the next staged allreduce: written by local
   // rank 0 only between the first and the last barrier of a staged
   // allreduce, read by every rank before its first arrival in the next one,

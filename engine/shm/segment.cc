@@ -1,8 +1,11 @@
 #include "shm/segment.h"
 
 #include <cerrno>
+#include <cstdlib>
+#include <dirent.h>
 #include <fcntl.h>
 #include <random>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -62,6 +65,7 @@ SharedSegment SharedSegment::open(const std::string& name, size_t bytes) {
   s.name_ = name;
   s.fd_ = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (s.fd_ < 0) throw SystemError("shm_open " + name, errno);
+  s.linked_ = true;
   struct stat st {};
   if (fstat(s.fd_, &st) != 0) throw SystemError("fstat " + name, errno);
   if (static_cast<size_t>(st.st_size) != bytes)
@@ -91,6 +95,57 @@ void SharedSegment::back(size_t offset, size_t bytes) {
                       err);
 }
 
+namespace {
+
+constexpr char kPrefix[] = "tandem-";
+
+// This process's PID namespace (the inode of /proc/self/ns/pid); 0 when
+// /proc does not say, and then no name is judged stale.
+unsigned long long pid_namespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0;
+}
+
+// The digits after `tag` at the end of `s` ("...-p123"), with s cut before
+// the tag; false when s does not end that way.
+bool take_number(std::string& s, char tag, unsigned long long* out) {
+  const size_t dash = s.rfind('-');
+  if (dash == std::string::npos || dash + 2 >= s.size() || s[dash + 1] != tag) return false;
+  const std::string digits = s.substr(dash + 2);
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 19)
+    return false;
+  *out = std::strtoull(digits.c_str(), nullptr, 10);
+  s.resize(dash);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> remove_stale_segments(const std::string& dir) {
+  std::vector<std::string> removed;
+  const unsigned long long ns = pid_namespace();
+  if (ns == 0) return removed;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return removed;
+  const int dfd = dirfd(d);
+  while (dirent* e = readdir(d)) {
+    std::string rest = e->d_name;
+    if (rest.rfind(kPrefix, 0) != 0) continue;
+    unsigned long long their_ns = 0, pid = 0;
+    if (!take_number(rest, 'n', &their_ns) || !take_number(rest, 'p', &pid)) continue;
+    if (their_ns != ns || pid == 0 || pid > 0x7fffffffull) continue;
+    // EPERM: a process of another user has that pid now, so it is alive.
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid() ||
+        !S_ISREG(st.st_mode))
+      continue;
+    if (unlinkat(dfd, e->d_name, 0) == 0) removed.push_back(e->d_name);
+  }
+  closedir(d);
+  return removed;
+}
+
 std::string make_segment_name(const std::string& job_id) {
   std::string clean;
   for (char c : job_id.substr(0, 100)) {
@@ -102,7 +157,8 @@ std::string make_segment_name(const std::string& job_id) {
   const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
-  return "/tandem-" + clean + "-" + hex;
+  return "/" + std::string(kPrefix) + clean + "-" + hex + "-p" + std::to_string(getpid()) + "-n" +
+         std::to_string(pid_namespace());
 }
 
 }  // namespace tandem

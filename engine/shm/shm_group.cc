@@ -143,9 +143,18 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   staging_bytes_ = std::max(chunk_, world0.most);
   arena_ = leader.arena;
   SegmentInfo info{"", chunk_, arena_, world0.most};
+  // The name lives in /dev/shm only from its creation to the last local
+  // rank's open; a rank that fails in between removes it on its way out
+  // (segment.h). A job killed as a whole in between leaves it: such names
+  // are removed here, by the next setup on the node (segment.h says why
+  // that is safe).
   if (me_ == 0) {
+    for (const std::string& stale : remove_stale_segments())
+      TANDEM_INFO(shm, "removed /dev/shm/%s: a segment whose creator exited during its setup",
+                  stale.c_str());
     info.name = make_segment_name(id.job_id);
     seg_ = SharedSegment::create(info.name, total(info), control_bytes_);
+    if (n_ == 1) seg_.unlink();  // nobody else opens it (a node per rank)
     for (int r = 0; r < n_; ++r)
       for (int b = 0; b < 2; ++b) seg_.back(offset_of(staging(r, b)), chunk_);
     backed_step_ = chunk_;
@@ -163,6 +172,7 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
     if (control()->magic != kControlMagic || control()->local_size != static_cast<uint32_t>(n_))
       throw BootstrapError("shared segment " + info.name + " was not set up for " +
                            std::to_string(n_) + " local ranks");
+    if (control()->opened.fetch_add(1) + 2 == static_cast<uint32_t>(n_)) seg_.unlink();
   }
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
   stats_ = options.stats;
@@ -172,8 +182,8 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   step_rule_ = options.step_rule;
   sync_->measure_wait_cpu(stats_);
   doorbell_ = std::make_unique<Doorbell>(control(), me_, n_);
-  // Once everyone has mapped the segment nobody needs the name: unlink now so
-  // that a crash from here on leaves nothing in /dev/shm.
+  // Every local rank has written its pid (watch_peers reads them); the
+  // name is gone since the last open, unlink() only records that.
   bootstrap.barrier(options.timeout);
   seg_.unlink();
   sync_->watch_peers();

@@ -3,8 +3,11 @@
 // tests with forked ranks: a SIGKILLed peer fails every survivor with
 // PeerLostError naming it, a SIGSTOPped one with TimeoutError after the
 // timeout, on both node-local allreduce algorithms; nobody hangs and
-// nothing is left in /dev/shm. Single copy (process_vm_readv/writev)
-// between forked ranks, and its fallback when a rank refuses it.
+// nothing is left in /dev/shm. Ranks killed during setup (the creator, the
+// whole job, with a node per rank) leave nothing either, at the latest once
+// the next setup on the node swept their segment. Single copy
+// (process_vm_readv/writev) between forked ranks, and its fallback when a
+// rank refuses it.
 #include <dirent.h>
 #include <linux/capability.h>
 #include <signal.h>
@@ -16,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -29,6 +33,7 @@
 #include "shm/doorbell.h"
 #include "shm/node_sync.h"
 #include "shm/segment.h"
+#include "shm/shm_group.h"
 #include "../collectives/thread_world.h"
 
 namespace tandem {
@@ -398,6 +403,188 @@ TEST_P(ShmFailure, StoppedPeerFailsEverySurvivorWithTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, ShmFailure, ::testing::Values(1, 2),
                          [](const auto& info) { return info.param == 1 ? "staged" : "direct"; });
+
+// --------------------------------------------------- crashes during setup
+
+// A point in the shared-memory setup, by bootstrap exchange: the setup's
+// first allgather agrees on the sizes (1), then local rank 0 creates the
+// segment and shares its name (2), every other rank opens it, and a barrier
+// (3) precedes the end of setup. A crash kills `rank` with SIGKILL on
+// entering exchange `round`, or on leaving it (`after`).
+struct Crash {
+  int rank;
+  int round;
+  bool after;
+};
+
+// ForkBootstrap that dies where the crashes say; with `node_per_rank` every
+// rank is its own node (tandem-run --node-per-rank: a segment per rank).
+class CrashingBootstrap : public Bootstrap {
+ public:
+  CrashingBootstrap(ForkArea* area, int rank, int size, const std::string& job,
+                    std::vector<Crash> crashes, bool node_per_rank)
+      : inner_(area, rank, size, job), id_(inner_.identity()), crashes_(std::move(crashes)) {
+    if (node_per_rank) {
+      id_.local_rank = 0;
+      id_.local_size = 1;
+      id_.cross_rank = rank;
+      id_.cross_size = size;
+      for (int r = 0; r < size; ++r) id_.node_of_rank[r] = r;
+    }
+  }
+  const Identity& identity() const override { return id_; }
+  std::vector<Bytes> allgather(const Bytes& mine, std::chrono::milliseconds timeout) override {
+    ++round_;
+    die_if(false);
+    auto all = inner_.allgather(mine, timeout);
+    die_if(true);
+    return all;
+  }
+
+ private:
+  void die_if(bool after) const {
+    for (const Crash& c : crashes_)
+      if (c.rank == id_.rank && c.round == round_ && c.after == after) raise(SIGKILL);
+  }
+  ForkBootstrap inner_;
+  Identity id_;
+  std::vector<Crash> crashes_;
+  int round_ = 0;
+};
+
+ShmOptions tiny_shm() {
+  ShmOptions o;
+  o.timeout = std::chrono::milliseconds(1500);  // survivors give up on the dead this soon
+  o.chunk_bytes = o.max_chunk_bytes = 4096;
+  o.arena_bytes = 1 << 16;
+  o.cma = false;
+  return o;
+}
+
+// Forks `size` ranks that set up a ShmGroup and crash as told; returns once
+// every rank has died or failed. The survivors' errors are not the point.
+void crash_during_setup(int size, const std::string& job, const std::vector<Crash>& crashes,
+                        bool node_per_rank) {
+  ForkArea* area = make_fork_area();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < size; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      try {
+        CrashingBootstrap b(area, r, size, job, crashes, node_per_rank);
+        ShmGroup g(b, tiny_shm());
+      } catch (const std::exception&) {
+      }
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);  // reaped: a zombie's pid still counts as alive
+  }
+  munmap(area, sizeof(ForkArea));
+}
+
+// The next job's setup on this node (its own segment, one rank).
+void next_setup() {
+  ForkArea* area = make_fork_area();
+  ForkBootstrap b(area, 0, 1, "next" + std::to_string(getpid()));
+  ShmGroup g(b, tiny_shm());
+  munmap(area, sizeof(ForkArea));
+}
+
+struct SetupCrashCase {
+  const char* label;
+  int size;
+  bool node_per_rank;
+  std::vector<Crash> crashes;
+  bool left_for_the_next_setup;  // no living process knows the name
+};
+
+void PrintTo(const SetupCrashCase& c, std::ostream* os) { *os << c.label; }
+
+class SetupCrash : public ::testing::TestWithParam<SetupCrashCase> {};
+
+TEST_P(SetupCrash, LeavesNothingInDevShm) {
+  static int counter = 0;
+  const SetupCrashCase& c = GetParam();
+  const std::string job = "setupcrash" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  crash_during_setup(c.size, job, c.crashes, c.node_per_rank);
+  // Where a survivor or the last opener removes the name, it is gone now.
+  // (Where only the next setup can, it may be gone too: any setup on this
+  // machine, another test's running beside this one, sweeps.)
+  if (!c.left_for_the_next_setup) {
+    EXPECT_TRUE(shm_entries(job).empty()) << c.label << ": left " << shm_entries(job).size();
+  }
+  next_setup();
+  EXPECT_TRUE(shm_entries(job).empty()) << c.label << ": the next setup left "
+                                        << shm_entries(job).size();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Points, SetupCrash,
+    ::testing::Values(
+        // Local rank 0 dies between creating the segment and sharing its
+        // name, the others live on: nobody alive knows the name.
+        SetupCrashCase{"creator_before_sharing", 3, false, {{0, 2, false}}, true},
+        // The whole job killed there (srun or tandem-run ending every task).
+        SetupCrashCase{"job_before_opening", 3, false,
+                       {{0, 2, false}, {1, 2, false}, {2, 2, false}}, true},
+        // The job killed once the name is out but before rank 2 opened it.
+        SetupCrashCase{"job_after_sharing", 3, false,
+                       {{0, 3, false}, {1, 3, false}, {2, 2, true}}, true},
+        // Every rank opened it, then local rank 0 died: the last opener
+        // already removed the name.
+        SetupCrashCase{"creator_after_all_opened", 3, false, {{0, 3, false}}, false},
+        // Local rank 0 and rank 2 die before rank 2 opened it: rank 1,
+        // the survivor that opened it, removes it as it fails.
+        SetupCrashCase{"survivor_removes", 3, false, {{0, 3, false}, {2, 2, true}}, false},
+        // A node per rank (tandem-run --node-per-rank, the TCP transport's
+        // scale runs): nobody else opens a rank's segment, so it has no name
+        // by the time anything can kill the rank.
+        SetupCrashCase{"node_per_rank", 3, true, {{0, 3, false}, {1, 3, false}, {2, 2, true}},
+                       false}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+// The sweep itself, in a folder of its own (every setup sweeps /dev/shm,
+// other tests' too): only names of this form, of this PID namespace, whose
+// creator is gone, of this user.
+TEST(Segment, StaleSweepTakesOnlyDeadCreatorsSegments) {
+  char dir_template[] = "/tmp/tandem-sweep-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  // make_segment_name's form for this process; the same with the dead
+  // child's pid, with another PID namespace, and without the creator.
+  const std::string live = make_segment_name("job").substr(1);
+  const std::string me = "-p" + std::to_string(getpid()) + "-";
+  std::string dead = live;
+  dead.replace(dead.find(me), me.size(), "-p" + std::to_string(child) + "-");
+  const std::string other_ns = dead.substr(0, dead.rfind("-n")) + "-n1";
+  const std::string old_form = "tandem-job-0123456789abcdef";
+  const std::string not_ours = "other" + dead.substr(std::string("tandem").size());
+  for (const std::string& n : {live, dead, other_ns, old_form, not_ours}) {
+    FILE* f = std::fopen((dir + "/" + n).c_str(), "w");
+    ASSERT_NE(f, nullptr) << n;
+    std::fclose(f);
+  }
+  EXPECT_EQ(remove_stale_segments(dir), std::vector<std::string>{dead});
+  std::vector<std::string> left;
+  DIR* d = opendir(dir.c_str());
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') left.push_back(e->d_name);
+  closedir(d);
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> expected{live, other_ns, old_form, not_ours};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(left, expected);
+  for (const std::string& n : left) std::remove((dir + "/" + n).c_str());
+  rmdir(dir.c_str());
+}
 
 // ------------------------------------------- single copy between processes
 
