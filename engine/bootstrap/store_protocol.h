@@ -103,5 +103,30 @@ inline uint32_t frame_length(const uint8_t* p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
+// The receiving side of a stream of frames (the store's server, the elastic
+// service and its client read whatever arrived into `in`): hands the body of
+// each whole frame at the front of `in` to on_frame(body, length), which
+// returns false to read no further frames now, then drops those frames from
+// `in` (a partial one stays for the next read). False at a bad length (0 or
+// above kMaxFrame): nothing on that connection can be trusted from there.
+template <typename OnFrame>
+bool take_frames(Bytes& in, OnFrame&& on_frame) {
+  size_t off = 0;
+  bool ok = true;
+  while (in.size() - off >= 4) {
+    const uint32_t len = frame_length(in.data() + off);
+    if (len == 0 || len > kMaxFrame) {
+      ok = false;
+      break;
+    }
+    if (in.size() - off - 4 < len) break;
+    const bool more = on_frame(in.data() + off + 4, len);
+    off += 4 + len;
+    if (!more) break;
+  }
+  in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(off));
+  return ok;
+}
+
 }  // namespace store
 }  // namespace tandem

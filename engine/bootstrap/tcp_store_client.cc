@@ -87,55 +87,45 @@ void TcpStoreClient::set(const std::string& key, const Bytes& value, Deadline de
     store_lost("unexpected answer to SET");
 }
 
+bool TcpStoreClient::ask(store::Writer& request, store::Reply found, const char* what,
+                         Deadline deadline, Bytes* reply) {
+  send_frame(request.frame(), deadline);
+  *reply = recv_frame(deadline);
+  store::Reader r(reply->data(), reply->size());
+  const auto code = static_cast<store::Reply>(r.u8());
+  if (code == found) return true;
+  if (code == store::Reply::kMissing) return false;
+  if (code == store::Reply::kLost) {
+    const uint32_t rank = r.u32();
+    throw PeerLostError("rank " + std::to_string(rank) + " dropped its connection to " + name_ +
+                        " without leaving the job: the process exited or was killed");
+  }
+  store_lost(std::string("unexpected answer to ") + what);
+}
+
 std::optional<Bytes> TcpStoreClient::get(const std::string& key, Deadline deadline) {
   store::Writer w(static_cast<uint8_t>(store::Op::kGet));
   w.str(key).u64(static_cast<uint64_t>(ms_left(deadline)));
-  send_frame(w.frame(), deadline);
-  Bytes reply = recv_frame(deadline);
-  store::Reader r(reply.data(), reply.size());
-  switch (static_cast<store::Reply>(r.u8())) {
-    case store::Reply::kValue: {
-      Bytes v = r.bytes();
-      if (!r.done()) store_lost("malformed VALUE");
-      return v;
-    }
-    case store::Reply::kMissing:
-      return std::nullopt;
-    case store::Reply::kLost: {
-      uint32_t rank = r.u32();
-      throw PeerLostError("rank " + std::to_string(rank) + " dropped its connection to " + name_ +
-                          " without leaving the job: the process exited or was killed");
-    }
-    default:
-      store_lost("unexpected answer to GET");
-  }
+  Bytes reply;
+  if (!ask(w, store::Reply::kValue, "GET", deadline, &reply)) return std::nullopt;
+  store::Reader r(reply.data() + 1, reply.size() - 1);
+  Bytes v = r.bytes();
+  if (!r.done()) store_lost("malformed VALUE");
+  return v;
 }
 
 std::optional<std::vector<Bytes>> TcpStoreClient::gather(const std::string& prefix, int count,
                                                          Deadline deadline) {
   store::Writer w(static_cast<uint8_t>(store::Op::kGather));
   w.str(prefix).u32(static_cast<uint32_t>(count)).u64(static_cast<uint64_t>(ms_left(deadline)));
-  send_frame(w.frame(), deadline);
-  Bytes reply = recv_frame(deadline);
-  store::Reader r(reply.data(), reply.size());
-  switch (static_cast<store::Reply>(r.u8())) {
-    case store::Reply::kValues: {
-      if (r.u32() != static_cast<uint32_t>(count)) store_lost("a VALUES answer of another size");
-      std::vector<Bytes> values(static_cast<size_t>(count));
-      for (auto& v : values) v = r.bytes();
-      if (!r.done()) store_lost("malformed VALUES");
-      return values;
-    }
-    case store::Reply::kMissing:
-      return std::nullopt;
-    case store::Reply::kLost: {
-      uint32_t rank = r.u32();
-      throw PeerLostError("rank " + std::to_string(rank) + " dropped its connection to " + name_ +
-                          " without leaving the job: the process exited or was killed");
-    }
-    default:
-      store_lost("unexpected answer to GATHER");
-  }
+  Bytes reply;
+  if (!ask(w, store::Reply::kValues, "GATHER", deadline, &reply)) return std::nullopt;
+  store::Reader r(reply.data() + 1, reply.size() - 1);
+  if (r.u32() != static_cast<uint32_t>(count)) store_lost("a VALUES answer of another size");
+  std::vector<Bytes> values(static_cast<size_t>(count));
+  for (auto& v : values) v = r.bytes();
+  if (!r.done()) store_lost("malformed VALUES");
+  return values;
 }
 
 void TcpStoreClient::del(const std::string& key) {

@@ -8,6 +8,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/socket.h"
+#include "bootstrap/store_protocol.h"
 
 namespace tandem {
 
@@ -46,6 +47,12 @@ class TcpStoreClient {
   // Reads one reply frame; the store gets grace beyond the deadline so that
   // its own MISSING answer arrives before we give up on the store.
   Bytes recv_frame(Deadline deadline);
+  // A waiting request (GET, GATHER): sends it and reads the answer into
+  // `reply`. True when the answer is `found` (reply[0]; its fields follow),
+  // false when MISSING; LOST throws PeerLostError naming the rank, anything
+  // else loses the store (`what` names the request).
+  bool ask(store::Writer& request, store::Reply found, const char* what, Deadline deadline,
+           Bytes* reply);
   [[noreturn]] void store_lost(const std::string& why);
 
   HostPort addr_;

@@ -331,15 +331,11 @@ struct TcpStoreServer::Impl {
       closed = true;  // closed or reset; what came before (a BYE) still counts
       break;
     }
-    size_t off = 0;
-    while (!c.dead && c.in.size() - off >= 4) {
-      uint32_t len = store::frame_length(c.in.data() + off);
-      if (len == 0 || len > store::kMaxFrame) { reject(c, "bad frame length"); break; }
-      if (c.in.size() - off - 4 < len) break;
-      handle(c, c.in.data() + off + 4, len);
-      off += 4 + len;
-    }
-    c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(std::min(off, c.in.size())));
+    if (!c.dead && !store::take_frames(c.in, [&](const uint8_t* p, uint32_t n) {
+          handle(c, p, n);
+          return !c.dead;
+        }))
+      reject(c, "bad frame length");
     if (closed) c.dead = true;
   }
 

@@ -111,15 +111,8 @@ void ElasticClient::reader() {
     if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (k <= 0) { why = "it closed the connection"; break; }
     in.insert(in.end(), buf, buf + k);
-    size_t off = 0;
-    while (in.size() - off >= 4) {
-      const uint32_t len = store::frame_length(in.data() + off);
-      if (len == 0 || len > store::kMaxFrame) { why = "it sent a bad frame length"; break; }
-      if (in.size() - off - 4 < len) break;
-      Bytes frame(in.begin() + static_cast<std::ptrdiff_t>(off + 4),
-                  in.begin() + static_cast<std::ptrdiff_t>(off + 4 + len));
-      off += 4 + len;
-      store::Reader r(frame.data(), frame.size());
+    const bool ok = store::take_frames(in, [&](const uint8_t* body, uint32_t len) {
+      store::Reader r(body, len);
       const uint8_t code = r.u8();
       if (code == static_cast<uint8_t>(Push::kPing)) {
         store::Writer w(static_cast<uint8_t>(Op::kPong));
@@ -133,11 +126,12 @@ void ElasticClient::reader() {
         cv_.notify_all();
       } else {
         std::lock_guard<std::mutex> lock(mu_);
-        replies_.push_back(std::move(frame));
+        replies_.emplace_back(body, body + len);
         cv_.notify_all();
       }
-    }
-    in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(off));
+      return true;
+    });
+    if (!ok) why = "it sent a bad frame length";
   }
   std::lock_guard<std::mutex> lock(mu_);
   broken_ = true;

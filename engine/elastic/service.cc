@@ -746,16 +746,12 @@ struct MembershipService::Impl {
       gone = true;
       break;
     }
-    size_t off = 0;
-    while (!m.closed && m.in.size() - off >= 4) {
-      uint32_t len = store::frame_length(m.in.data() + off);
-      if (len == 0 || len > store::kMaxFrame) { reject(m, "bad frame length"); break; }
-      if (m.in.size() - off - 4 < len) break;
-      handle(m, m.in.data() + off + 4, len);
-      off += 4 + len;
-    }
+    if (!m.closed && !store::take_frames(m.in, [&](const uint8_t* p, uint32_t n) {
+          handle(m, p, n);
+          return !m.closed;
+        }))
+      reject(m, "bad frame length");
     if (m.closed) { m.in.clear(); return; }
-    m.in.erase(m.in.begin(), m.in.begin() + static_cast<std::ptrdiff_t>(std::min(off, m.in.size())));
     if (gone) on_closed(m);
   }
 };
