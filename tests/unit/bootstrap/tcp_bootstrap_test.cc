@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/from_environment.h"
+#include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_bootstrap.h"
 #include "bootstrap/tcp_store_client.h"
 #include "bootstrap/tcp_store_server.h"
@@ -31,6 +32,48 @@ void clear_bootstrap_env() {
                         "TANDEM_RENDEZVOUS_SERVE", "TANDEM_RANK", "TANDEM_SIZE", "TANDEM_NODE_NAME",
                         "TANDEM_JOB_ID", "TANDEM_BOOTSTRAP_TIMEOUT", "PMIX_RANK", "PMIX_NAMESPACE"})
     unsetenv(v);
+}
+
+// The receiving side of the frame stream (the store's server, the elastic
+// service and client): whole frames are handed over in order and dropped, a
+// partial one waits for more bytes, the handler can stop the reading, and a
+// bad length ends it.
+TEST(StoreFrames, TakeFramesSplitsWholeFramesOnly) {
+  Bytes in;
+  for (const char* word : {"one", "three"}) {
+    store::Writer w(7);
+    w.str(word);
+    const Bytes& f = w.frame();
+    in.insert(in.end(), f.begin(), f.end());
+  }
+  const Bytes partial(in.begin(), in.end() - 2);
+  std::vector<std::string> seen;
+  auto collect = [&](const uint8_t* p, uint32_t n) {
+    store::Reader r(p, n);
+    EXPECT_EQ(r.u8(), 7);
+    seen.push_back(r.str());
+    EXPECT_TRUE(r.done());
+    return true;
+  };
+  Bytes rest = partial;
+  ASSERT_TRUE(store::take_frames(rest, collect));
+  EXPECT_EQ(seen, std::vector<std::string>{"one"});
+  EXPECT_EQ(rest, Bytes(partial.begin() + 12, partial.end())) << "the partial frame stays";
+  rest.insert(rest.end(), in.end() - 2, in.end());
+  ASSERT_TRUE(store::take_frames(rest, collect));
+  EXPECT_EQ(seen, (std::vector<std::string>{"one", "three"}));
+  EXPECT_TRUE(rest.empty());
+
+  rest = in;
+  int calls = 0;
+  ASSERT_TRUE(store::take_frames(rest, [&](const uint8_t*, uint32_t) { return ++calls < 1; }));
+  EXPECT_EQ(calls, 1) << "the handler stops the reading";
+  EXPECT_EQ(rest.size(), in.size() - 12) << "only the frame handed over is dropped";
+
+  for (uint32_t bad : {0u, store::kMaxFrame + 1}) {
+    Bytes wrong = {uint8_t(bad), uint8_t(bad >> 8), uint8_t(bad >> 16), uint8_t(bad >> 24), 1};
+    EXPECT_FALSE(store::take_frames(wrong, collect)) << bad;
+  }
 }
 
 class TcpBootstrapTest : public ::testing::Test {
