@@ -167,7 +167,9 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
   stats_ = options.stats;
   path_ = options.allreduce_path;
-  adaptive_step_ = staging_bytes_ > chunk_;
+  // One local rank has no barrier to amortize: the step stays the base, and
+  // no timing (a preempted probe) can move it.
+  adaptive_step_ = staging_bytes_ > chunk_ && n_ > 1;
   probe_every_ = std::max(1, options.probe_every);
   step_rule_ = options.step_rule;
   sync_->measure_wait_cpu(stats_);

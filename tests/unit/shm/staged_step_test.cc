@@ -174,7 +174,8 @@ TEST(StagedStep, GrowsWhereBarriersAreDear) {
   for (int r = 1; r < 4; ++r) EXPECT_EQ(last[r], last[0]);
 }
 
-// One rank: a barrier costs nothing, so the step stays the base chunk.
+// One rank: no barrier to amortize, so the step stays the base chunk
+// however long a (preempted) probe would take.
 TEST(StagedStep, FreeBarriersKeepTheBaseStep) {
   ShmOptions o;
   o.chunk_bytes = 16 * KiB;
