@@ -180,7 +180,11 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   seg_.unlink();
   sync_->watch_peers();
   free_[0] = arena_;
-  if (options.cma && n_ > 1) probe_single_copy();
+  if (options.cma != 0 && n_ > 1) probe_single_copy();
+  if (cma_ && options.cma == 1 && path_ == ShmAllreducePath::kAuto) {
+    cma_ = measure_single_copy();
+    cma_slower_ = !cma_;
+  }
 }
 
 // Every rank reads a token from every peer's memory and writes its own into
@@ -553,6 +557,64 @@ void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_poin
   const double waited = static_cast<double>(sync_->stats().wait_ns - wait0);
   work_ns_ += std::max(0.0, all - waited);
   work_bytes_ += static_cast<double>(bytes);
+}
+
+bool single_copy_pays(const uint64_t* direct_ns, const uint64_t* staged_ns, int n) {
+  uint64_t direct = 0, staged = 0;
+  for (int j = 0; j < n; ++j) {
+    direct = std::max(direct, direct_ns[j]);
+    staged = std::max(staged, staged_ns[j]);
+  }
+  return direct < staged;
+}
+
+// Single copy saves a copy per byte, but what a kernel copy costs differs
+// by kernel and host far more than memcpy does: it pins the peer's pages on
+// every call. On one VM of ours process_vm_readv moved 16 GB/s (2 us per
+// call) against 66 GB/s for a memcpy, and the direct allreduce took twice
+// the staged one's time from 16 KiB to 4 MiB at 2 ranks, where Open MPI's
+// CMA lost the same way to its copy-in/copy-out. So the node measures:
+// every rank times both paths on a 1 MiB allreduce (the middle of the
+// sizes direct_pays gives single copy), best of four interleaved samples,
+// and the node keeps single copy only where it is faster. A few
+// milliseconds, once, at setup; the calls are real collectives every local
+// rank makes.
+bool ShmGroup::measure_single_copy() {
+  constexpr size_t kBytes = size_t{1} << 20;
+  std::vector<float> buf(kBytes / sizeof(float), 0.0f);  // sums of zeros stay zeros
+  Reduction red;
+  red.divisor = n_;
+  uint64_t best[2] = {~uint64_t{0}, ~uint64_t{0}};  // direct, staged
+  // Round 0 warms both paths up (pages backed, the staged step's first
+  // probe) and is not timed; each later sample is two calls, so that with
+  // more ranks than CPUs one scheduler slice does not decide alone.
+  for (int round = 0; round < 5; ++round)
+    for (int direct = 1; direct >= 0; --direct) {
+      path_ = direct ? ShmAllreducePath::kDirect : ShmAllreducePath::kStaged;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < 2; ++k) allreduce(buf.data(), buf.data(), buf.size(), red);
+      if (round == 0) continue;
+      const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - t0).count());
+      best[direct ? 0 : 1] = std::min(best[direct ? 0 : 1], ns);
+    }
+  path_ = ShmAllreducePath::kAuto;
+  for (OpStats& o : op_stats_) o = OpStats{};  // TANDEM_SHM_STATS counts the job's calls only
+  RankControl& mine = control()->ranks[me_];
+  mine.direct_ns.store(best[0]);
+  mine.staged_ns.store(best[1]);
+  sync_->barrier("shared memory setup");
+  uint64_t direct_ns[kMaxLocalRanks], staged_ns[kMaxLocalRanks];
+  for (int j = 0; j < n_; ++j) {
+    direct_ns[j] = control()->ranks[j].direct_ns.load();
+    staged_ns[j] = control()->ranks[j].staged_ns.load();
+  }
+  const bool pays = single_copy_pays(direct_ns, staged_ns, n_);
+  if (me_ == 0)
+    TANDEM_DEBUG(shm, "single copy measured: 1 MiB allreduce x 2, slowest rank's best: direct %.1f us, staged %.1f us: %s",
+                 *std::max_element(direct_ns, direct_ns + n_) / 1e3, *std::max_element(staged_ns, staged_ns + n_) / 1e3,
+                 pays ? "single copy" : "staged");
+  return pays;
 }
 
 bool ShmGroup::direct_pays(size_t bytes) const {

@@ -51,6 +51,12 @@ enum class ShmAllreducePath { kAuto, kStaged, kDirect };
 // each (more ranks than CPUs, beside busy threads) take few large steps.
 size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_per_byte);
 
+// Whether the direct (single-copy) allreduce pays on a node, from every
+// local rank's best time of a direct and of a staged allreduce of the same
+// size: the slowest rank's direct time must beat the slowest rank's staged
+// time. Every rank decides from the same published times, so all agree.
+bool single_copy_pays(const uint64_t* direct_ns, const uint64_t* staged_ns, int n);
+
 struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = size_t{256} << 10;
@@ -61,7 +67,10 @@ struct ShmOptions {
   size_t arena_bytes = size_t{64} << 20;
   int spin_us = 50;
   bool stats = false;  // TANDEM_SHM_STATS
-  bool cma = true;     // TANDEM_SHM_CMA: single-copy access to peers' buffers when it works
+  // TANDEM_SHM_CMA: single-copy access to peers' buffers (process_vm_readv):
+  // 0 never, 1 where it works and a setup measurement shows it faster than
+  // staging (ShmGroup::measure_single_copy), 2 wherever it works.
+  int cma = 1;
   ShmAllreducePath allreduce_path = ShmAllreducePath::kAuto;  // tests only
   // Tests only: how often (in staged allreduces of at least four base
   // steps) every rank times one extra barrier for decide_step, and what
@@ -87,6 +96,8 @@ class ShmGroup {
   // Whether this node reads and writes peers' private buffers directly
   // (shm/peer_memory.h); the same on every local rank.
   bool single_copy() const { return cma_; }
+  // Permitted, but measured slower than staging at setup (TANDEM_SHM_CMA=1).
+  bool single_copy_slower() const { return cma_slower_; }
 
   // Called after this rank reduced its part of a step, with that part (in
   // place); the hierarchical allreduce reduces it across nodes here.
@@ -146,6 +157,7 @@ class ShmGroup {
   void allreduce_direct(const void* send, void* recv, size_t count, const Reduction& r,
                         const ResultSink* sink, const InputSource* source);
   void probe_single_copy();
+  bool measure_single_copy();
   bool direct_pays(size_t bytes) const;
   // Where peer k's buffer at address `addr` (segment offset `off`, or
   // kNotInSegment) lies for a direct access; null when only CMA reaches it.
@@ -185,6 +197,7 @@ class ShmGroup {
   std::unique_ptr<Doorbell> doorbell_;
   uint64_t step_ = 0;
   bool cma_ = false;
+  bool cma_slower_ = false;
   ShmAllreducePath path_ = ShmAllreducePath::kAuto;
   // The direct allreduce's landing space for peers' pieces: one piece per
   // peer, page aligned.
