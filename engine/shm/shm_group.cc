@@ -413,7 +413,8 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   const size_t step_elems = std::max<size_t>(1, step_bytes / es);
   last_step_ = step_bytes;
   // Every local rank counts these calls alike, so all time the same ones.
-  const bool probe = adapt && count * es >= 4 * chunk_ && staged_calls_++ % probe_every_ == 0;
+  const bool probe_sized = count * es >= 4 * chunk_;
+  const bool probe = adapt && probe_sized && staged_calls_++ % probe_every_ == 0;
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t wait0 = sync_->stats().wait_ns;
   std::vector<const void*> in(n_);
@@ -448,7 +449,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
         all_in_arena = all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
       if (all_in_arena) {
         allreduce_in_arena(static_cast<char*>(recv), count, step_elems, r, hook, sink, b);
-        if (adapt && me_ == 0) account_staged(count * es, t0, wait0);
+        if (adapt && me_ == 0) account_staged(count * es, t0, wait0, probe_sized);
         return;
       }
     }
@@ -477,7 +478,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
         std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
     }
   }
-  if (adapt && me_ == 0) account_staged(count * es, t0, wait0);
+  if (adapt && me_ == 0) account_staged(count * es, t0, wait0, probe_sized);
 }
 
 size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_per_byte) {
@@ -485,6 +486,26 @@ size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_p
   while (step < most && 2 * barrier_ns * 8 > work_ns_per_byte * static_cast<double>(step))
     step = std::min(most, step * 2);
   return step;
+}
+
+namespace {
+int step_class(size_t base, size_t step) {
+  int k = 0;
+  while (k + 1 < kStepClasses && (base << (k + 1)) <= step) ++k;
+  return step > (base << k) ? std::min(k + 1, kStepClasses - 1) : k;
+}
+}  // namespace
+
+size_t climb_step(size_t base, size_t most, size_t current, size_t want,
+                  const double* wall_ns_per_byte) {
+  const int k = step_class(base, current);
+  const double here = wall_ns_per_byte[k];
+  // 5%: two smoothed measurements closer than that are the same speed here.
+  if (k > 0 && here > 0 && wall_ns_per_byte[k - 1] > 0 && wall_ns_per_byte[k - 1] * 1.05 < here)
+    return base << (k - 1);
+  if (want <= current) return want;
+  if (k + 1 < kStepClasses && here > 0 && wall_ns_per_byte[k + 1] > here * 1.05) return current;
+  return std::min(most, current * 2);
 }
 
 size_t ShmGroup::staged_step_bytes() const {
@@ -531,8 +552,19 @@ void ShmGroup::decide_step() {
   if (work_bytes_ > 0) work_ns_per_byte_ = work_ns_ / work_bytes_;
   work_ns_ = work_bytes_ = 0;
   if (work_ns_per_byte_ <= 0) return;
+  const size_t current = control()->step_bytes.load(std::memory_order_relaxed);
+  if (wall_bytes_ > 0) {
+    double& w = wall_ns_per_byte_[step_class(chunk_, current)];
+    const double now = wall_ns_ / wall_bytes_;
+    w = w > 0 ? 0.5 * (w + now) : now;
+  }
+  wall_ns_ = wall_bytes_ = 0;
+  // What was slower a while ago may not be now (busy neighbours come and go).
+  if (++decisions_ % 64 == 0) std::fill(std::begin(wall_ns_per_byte_), std::end(wall_ns_per_byte_), 0.0);
   size_t want = step_rule_ ? step_rule_(barrier_ns, work_ns_per_byte_)
-                           : staged_step(chunk_, staging_bytes_, barrier_ns, work_ns_per_byte_);
+                           : climb_step(chunk_, staging_bytes_, current,
+                                        staged_step(chunk_, staging_bytes_, barrier_ns, work_ns_per_byte_),
+                                        wall_ns_per_byte_);
   want = std::min(staging_bytes_, std::max(chunk_, round_up(want, kPage)));
   if (want > backed_step_ && !backing_failed_) {
     try {
@@ -551,9 +583,13 @@ void ShmGroup::decide_step() {
 
 // Local rank 0: a staged allreduce's time outside waits, for decide_step.
 void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_point t0,
-                              uint64_t wait0) {
+                              uint64_t wait0, bool timed) {
   const double all = static_cast<double>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  if (timed) {
+    wall_ns_ += all;
+    wall_bytes_ += static_cast<double>(bytes);
+  }
   const double waited = static_cast<double>(sync_->stats().wait_ns - wait0);
   work_ns_ += std::max(0.0, all - waited);
   work_bytes_ += static_cast<double>(bytes);

@@ -51,6 +51,20 @@ enum class ShmAllreducePath { kAuto, kStaged, kDirect };
 // each (more ranks than CPUs, beside busy threads) take few large steps.
 size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_per_byte);
 
+// How far the node goes towards staged_step's `want` from its `current`
+// step (both base << k, k = 0, 1, ...; the largest may be cut at `most`):
+// one doubling per decision, so that each step is measured before the next,
+// and never up to a step whose calls took longer per byte than the one
+// below it (wall_ns_per_byte by k; 0: not measured); back down one where the
+// step below was measured faster. What staged_step cannot see: a larger
+// step's working set (local ranks x step, twice) falls out of cache: with
+// 4 ranks on 2 CPUs of 1 MiB L2 each, 4 MiB steps took twice as long as
+// 1 MiB steps from 4 MiB to 64 MiB, while beside busy loops 4 MiB steps
+// were 3x faster than 1 MiB ones.
+size_t climb_step(size_t base, size_t most, size_t current, size_t want,
+                  const double* wall_ns_per_byte);
+constexpr int kStepClasses = 16;
+
 // Whether the direct (single-copy) allreduce pays on a node, from every
 // local rank's best time of a direct and of a staged allreduce of the same
 // size: the slowest rank's direct time must beat the slowest rank's staged
@@ -175,7 +189,8 @@ class ShmGroup {
   // its own work per byte into the next step (decide_step).
   void probe_barrier();
   void decide_step();
-  void account_staged(size_t bytes, std::chrono::steady_clock::time_point t0, uint64_t wait0);
+  void account_staged(size_t bytes, std::chrono::steady_clock::time_point t0, uint64_t wait0,
+                      bool timed);
   size_t arena_base() const { return control_bytes_ + static_cast<size_t>(n_) * 2 * staging_bytes_; }
   // Reduces bytes [from, to) of the input into out: this rank's input from
   // the source, peer j's from in[j] (which points at byte `from`).
@@ -221,6 +236,11 @@ class ShmGroup {
   double probe_ns_[3] = {0, 0, 0};  // the node's last probes (slowest rank each)
   double work_ns_ = 0, work_bytes_ = 0;  // staged work outside waits since the last decision
   double work_ns_per_byte_ = 0;
+  // Wall time per byte of whole staged calls of 4+ base steps, by step
+  // class (climb_step), since the last decision and smoothed over them.
+  double wall_ns_ = 0, wall_bytes_ = 0;
+  double wall_ns_per_byte_[kStepClasses] = {};
+  uint64_t decisions_ = 0;
 
   // TANDEM_SHM_STATS: node-local collectives, their time and the context
   // switches of the calling thread during them (getrusage per call).
