@@ -169,6 +169,8 @@ void Communicator::log_setup() const {
       "shared memory: " + std::to_string(shm_->local_size()) + " local ranks, " +
           (shm_->local_size() == 1 ? std::string("nothing to share")
            : shm_->single_copy()  ? std::string("single copy between ranks (CMA)")
+           : shm_->single_copy_slower()
+               ? std::string("staged through the segment (CMA permitted, measured slower here)")
            : options_.shm_cma     ? std::string("staged through the segment (CMA refused)")
                                   : std::string("staged through the segment (TANDEM_SHM_CMA=0)")) +
           ", " + std::to_string(options_.shm_chunk_bytes >> 10) + " KiB pipeline steps");

@@ -61,7 +61,7 @@ struct CommunicatorOptions {
   size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
   bool shm_stats = false;                      // TANDEM_SHM_STATS
-  bool shm_cma = true;                         // TANDEM_SHM_CMA
+  int shm_cma = 1;                             // TANDEM_SHM_CMA: 0, 1 (measured), 2
   // Tests: force one node-local allreduce algorithm (shm/shm_group.h).
   int shm_allreduce_path = 0;                  // 0 auto, 1 staged, 2 direct
   // Connect the transport joining every rank in the constructor rather than

@@ -49,6 +49,10 @@ struct alignas(64) RankControl {
   // and the token it expects there.
   std::atomic<uint64_t> probe_addr;
   std::atomic<uint64_t> probe_token;
+  // Setup: this rank's best time of a direct and of a staged allreduce
+  // (ShmGroup::measure_single_copy).
+  std::atomic<uint64_t> direct_ns;
+  std::atomic<uint64_t> staged_ns;
   // Setup: the CPUs this rank may run on (its affinity, CPU i is bit i % 64
   // of word i / 64), so that every rank can tell whether the node's ranks
   // outnumber the CPUs they share (NodeSync::watch_peers).

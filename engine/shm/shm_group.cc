@@ -177,7 +177,9 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   sync_ = std::make_unique<NodeSync>(control(), me_, locals, options.timeout, options.spin_us);
   stats_ = options.stats;
   path_ = options.allreduce_path;
-  adaptive_step_ = staging_bytes_ > chunk_;
+  // One local rank has no barrier to amortize: the step stays the base, and
+  // no timing (a preempted probe) can move it.
+  adaptive_step_ = staging_bytes_ > chunk_ && n_ > 1;
   probe_every_ = std::max(1, options.probe_every);
   step_rule_ = options.step_rule;
   sync_->measure_wait_cpu(stats_);
@@ -188,7 +190,11 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   seg_.unlink();
   sync_->watch_peers();
   free_[0] = arena_;
-  if (options.cma && n_ > 1) probe_single_copy();
+  if (options.cma != 0 && n_ > 1) probe_single_copy();
+  if (cma_ && options.cma == 1 && path_ == ShmAllreducePath::kAuto) {
+    cma_ = measure_single_copy();
+    cma_slower_ = !cma_;
+  }
 }
 
 // Every rank reads a token from every peer's memory and writes its own into
@@ -417,7 +423,8 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
   const size_t step_elems = std::max<size_t>(1, step_bytes / es);
   last_step_ = step_bytes;
   // Every local rank counts these calls alike, so all time the same ones.
-  const bool probe = adapt && count * es >= 4 * chunk_ && staged_calls_++ % probe_every_ == 0;
+  const bool probe_sized = count * es >= 4 * chunk_;
+  const bool probe = adapt && probe_sized && staged_calls_++ % probe_every_ == 0;
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t wait0 = sync_->stats().wait_ns;
   std::vector<const void*> in(n_);
@@ -452,7 +459,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
         all_in_arena = all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
       if (all_in_arena) {
         allreduce_in_arena(static_cast<char*>(recv), count, step_elems, r, hook, sink, b);
-        if (adapt && me_ == 0) account_staged(count * es, t0, wait0);
+        if (adapt && me_ == 0) account_staged(count * es, t0, wait0, probe_sized);
         return;
       }
     }
@@ -481,7 +488,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
         std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
     }
   }
-  if (adapt && me_ == 0) account_staged(count * es, t0, wait0);
+  if (adapt && me_ == 0) account_staged(count * es, t0, wait0, probe_sized);
 }
 
 size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_per_byte) {
@@ -489,6 +496,26 @@ size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_p
   while (step < most && 2 * barrier_ns * 8 > work_ns_per_byte * static_cast<double>(step))
     step = std::min(most, step * 2);
   return step;
+}
+
+namespace {
+int step_class(size_t base, size_t step) {
+  int k = 0;
+  while (k + 1 < kStepClasses && (base << (k + 1)) <= step) ++k;
+  return step > (base << k) ? std::min(k + 1, kStepClasses - 1) : k;
+}
+}  // namespace
+
+size_t climb_step(size_t base, size_t most, size_t current, size_t want,
+                  const double* wall_ns_per_byte) {
+  const int k = step_class(base, current);
+  const double here = wall_ns_per_byte[k];
+  // 5%: two smoothed measurements closer than that are the same speed here.
+  if (k > 0 && here > 0 && wall_ns_per_byte[k - 1] > 0 && wall_ns_per_byte[k - 1] * 1.05 < here)
+    return base << (k - 1);
+  if (want <= current) return want;
+  if (k + 1 < kStepClasses && here > 0 && wall_ns_per_byte[k + 1] > here * 1.05) return current;
+  return std::min(most, current * 2);
 }
 
 size_t ShmGroup::staged_step_bytes() const {
@@ -535,8 +562,19 @@ void ShmGroup::decide_step() {
   if (work_bytes_ > 0) work_ns_per_byte_ = work_ns_ / work_bytes_;
   work_ns_ = work_bytes_ = 0;
   if (work_ns_per_byte_ <= 0) return;
+  const size_t current = control()->step_bytes.load(std::memory_order_relaxed);
+  if (wall_bytes_ > 0) {
+    double& w = wall_ns_per_byte_[step_class(chunk_, current)];
+    const double now = wall_ns_ / wall_bytes_;
+    w = w > 0 ? 0.5 * (w + now) : now;
+  }
+  wall_ns_ = wall_bytes_ = 0;
+  // What was slower a while ago may not be now (busy neighbours come and go).
+  if (++decisions_ % 64 == 0) std::fill(std::begin(wall_ns_per_byte_), std::end(wall_ns_per_byte_), 0.0);
   size_t want = step_rule_ ? step_rule_(barrier_ns, work_ns_per_byte_)
-                           : staged_step(chunk_, staging_bytes_, barrier_ns, work_ns_per_byte_);
+                           : climb_step(chunk_, staging_bytes_, current,
+                                        staged_step(chunk_, staging_bytes_, barrier_ns, work_ns_per_byte_),
+                                        wall_ns_per_byte_);
   want = std::min(staging_bytes_, std::max(chunk_, round_up(want, kPage)));
   if (want > backed_step_ && !backing_failed_) {
     try {
@@ -555,12 +593,74 @@ void ShmGroup::decide_step() {
 
 // Local rank 0: a staged allreduce's time outside waits, for decide_step.
 void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_point t0,
-                              uint64_t wait0) {
+                              uint64_t wait0, bool timed) {
   const double all = static_cast<double>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  if (timed) {
+    wall_ns_ += all;
+    wall_bytes_ += static_cast<double>(bytes);
+  }
   const double waited = static_cast<double>(sync_->stats().wait_ns - wait0);
   work_ns_ += std::max(0.0, all - waited);
   work_bytes_ += static_cast<double>(bytes);
+}
+
+bool single_copy_pays(const uint64_t* direct_ns, const uint64_t* staged_ns, int n) {
+  uint64_t direct = 0, staged = 0;
+  for (int j = 0; j < n; ++j) {
+    direct = std::max(direct, direct_ns[j]);
+    staged = std::max(staged, staged_ns[j]);
+  }
+  return direct < staged;
+}
+
+// Single copy saves a copy per byte, but what a kernel copy costs differs
+// by kernel and host far more than memcpy does: it pins the peer's pages on
+// every call. On one VM of ours process_vm_readv moved 16 GB/s (2 us per
+// call) against 66 GB/s for a memcpy, and the direct allreduce took twice
+// the staged one's time from 16 KiB to 4 MiB at 2 ranks, where Open MPI's
+// CMA lost the same way to its copy-in/copy-out. So the node measures:
+// every rank times both paths on a 1 MiB allreduce (the middle of the
+// sizes direct_pays gives single copy), best of four interleaved samples,
+// and the node keeps single copy only where it is faster. A few
+// milliseconds, once, at setup; the calls are real collectives every local
+// rank makes.
+bool ShmGroup::measure_single_copy() {
+  constexpr size_t kBytes = size_t{1} << 20;
+  std::vector<float> buf(kBytes / sizeof(float), 0.0f);  // sums of zeros stay zeros
+  Reduction red;
+  red.divisor = n_;
+  uint64_t best[2] = {~uint64_t{0}, ~uint64_t{0}};  // direct, staged
+  // Round 0 warms both paths up (pages backed, the staged step's first
+  // probe) and is not timed; each later sample is two calls, so that with
+  // more ranks than CPUs one scheduler slice does not decide alone.
+  for (int round = 0; round < 5; ++round)
+    for (int direct = 1; direct >= 0; --direct) {
+      path_ = direct ? ShmAllreducePath::kDirect : ShmAllreducePath::kStaged;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < 2; ++k) allreduce(buf.data(), buf.data(), buf.size(), red);
+      if (round == 0) continue;
+      const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - t0).count());
+      best[direct ? 0 : 1] = std::min(best[direct ? 0 : 1], ns);
+    }
+  path_ = ShmAllreducePath::kAuto;
+  for (OpStats& o : op_stats_) o = OpStats{};  // TANDEM_SHM_STATS counts the job's calls only
+  RankControl& mine = control()->ranks[me_];
+  mine.direct_ns.store(best[0]);
+  mine.staged_ns.store(best[1]);
+  sync_->barrier("shared memory setup");
+  uint64_t direct_ns[kMaxLocalRanks], staged_ns[kMaxLocalRanks];
+  for (int j = 0; j < n_; ++j) {
+    direct_ns[j] = control()->ranks[j].direct_ns.load();
+    staged_ns[j] = control()->ranks[j].staged_ns.load();
+  }
+  const bool pays = single_copy_pays(direct_ns, staged_ns, n_);
+  if (me_ == 0)
+    TANDEM_DEBUG(shm, "single copy measured: 1 MiB allreduce x 2, slowest rank's best: direct %.1f us, staged %.1f us: %s",
+                 *std::max_element(direct_ns, direct_ns + n_) / 1e3, *std::max_element(staged_ns, staged_ns + n_) / 1e3,
+                 pays ? "single copy" : "staged");
+  return pays;
 }
 
 bool ShmGroup::direct_pays(size_t bytes) const {

@@ -51,6 +51,26 @@ enum class ShmAllreducePath { kAuto, kStaged, kDirect };
 // each (more ranks than CPUs, beside busy threads) take few large steps.
 size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_per_byte);
 
+// How far the node goes towards staged_step's `want` from its `current`
+// step (both base << k, k = 0, 1, ...; the largest may be cut at `most`):
+// one doubling per decision, so that each step is measured before the next,
+// and never up to a step whose calls took longer per byte than the one
+// below it (wall_ns_per_byte by k; 0: not measured); back down one where the
+// step below was measured faster. What staged_step cannot see: a larger
+// step's working set (local ranks x step, twice) falls out of cache: with
+// 4 ranks on 2 CPUs of 1 MiB L2 each, 4 MiB steps took twice as long as
+// 1 MiB steps from 4 MiB to 64 MiB, while beside busy loops 4 MiB steps
+// were 3x faster than 1 MiB ones.
+size_t climb_step(size_t base, size_t most, size_t current, size_t want,
+                  const double* wall_ns_per_byte);
+constexpr int kStepClasses = 16;
+
+// Whether the direct (single-copy) allreduce pays on a node, from every
+// local rank's best time of a direct and of a staged allreduce of the same
+// size: the slowest rank's direct time must beat the slowest rank's staged
+// time. Every rank decides from the same published times, so all agree.
+bool single_copy_pays(const uint64_t* direct_ns, const uint64_t* staged_ns, int n);
+
 struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = size_t{256} << 10;
@@ -61,7 +81,10 @@ struct ShmOptions {
   size_t arena_bytes = size_t{64} << 20;
   int spin_us = 50;
   bool stats = false;  // TANDEM_SHM_STATS
-  bool cma = true;     // TANDEM_SHM_CMA: single-copy access to peers' buffers when it works
+  // TANDEM_SHM_CMA: single-copy access to peers' buffers (process_vm_readv):
+  // 0 never, 1 where it works and a setup measurement shows it faster than
+  // staging (ShmGroup::measure_single_copy), 2 wherever it works.
+  int cma = 1;
   ShmAllreducePath allreduce_path = ShmAllreducePath::kAuto;  // tests only
   // Tests only: how often (in staged allreduces of at least four base
   // steps) every rank times one extra barrier for decide_step, and what
@@ -87,6 +110,8 @@ class ShmGroup {
   // Whether this node reads and writes peers' private buffers directly
   // (shm/peer_memory.h); the same on every local rank.
   bool single_copy() const { return cma_; }
+  // Permitted, but measured slower than staging at setup (TANDEM_SHM_CMA=1).
+  bool single_copy_slower() const { return cma_slower_; }
 
   // Called after this rank reduced its part of a step, with that part (in
   // place); the hierarchical allreduce reduces it across nodes here.
@@ -146,6 +171,7 @@ class ShmGroup {
   void allreduce_direct(const void* send, void* recv, size_t count, const Reduction& r,
                         const ResultSink* sink, const InputSource* source);
   void probe_single_copy();
+  bool measure_single_copy();
   bool direct_pays(size_t bytes) const;
   // Where peer k's buffer at address `addr` (segment offset `off`, or
   // kNotInSegment) lies for a direct access; null when only CMA reaches it.
@@ -163,7 +189,8 @@ class ShmGroup {
   // its own work per byte into the next step (decide_step).
   void probe_barrier();
   void decide_step();
-  void account_staged(size_t bytes, std::chrono::steady_clock::time_point t0, uint64_t wait0);
+  void account_staged(size_t bytes, std::chrono::steady_clock::time_point t0, uint64_t wait0,
+                      bool timed);
   size_t arena_base() const { return control_bytes_ + static_cast<size_t>(n_) * 2 * staging_bytes_; }
   // Reduces bytes [from, to) of the input into out: this rank's input from
   // the source, peer j's from in[j] (which points at byte `from`).
@@ -185,6 +212,7 @@ class ShmGroup {
   std::unique_ptr<Doorbell> doorbell_;
   uint64_t step_ = 0;
   bool cma_ = false;
+  bool cma_slower_ = false;
   ShmAllreducePath path_ = ShmAllreducePath::kAuto;
   // The direct allreduce's landing space for peers' pieces: one piece per
   // peer, page aligned.
@@ -208,6 +236,11 @@ class ShmGroup {
   double probe_ns_[3] = {0, 0, 0};  // the node's last probes (slowest rank each)
   double work_ns_ = 0, work_bytes_ = 0;  // staged work outside waits since the last decision
   double work_ns_per_byte_ = 0;
+  // Wall time per byte of whole staged calls of 4+ base steps, by step
+  // class (climb_step), since the last decision and smoothed over them.
+  double wall_ns_ = 0, wall_bytes_ = 0;
+  double wall_ns_per_byte_[kStepClasses] = {};
+  uint64_t decisions_ = 0;
 
   // TANDEM_SHM_STATS: node-local collectives, their time and the context
   // switches of the calling thread during them (getrusage per call).

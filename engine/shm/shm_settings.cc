@@ -16,7 +16,7 @@ size_t shm_arena_bytes_from_environment() {
   return static_cast<size_t>(env_int(kShmArenaVariable, 64 << 20, 0, int64_t{64} << 30));
 }
 
-bool shm_cma_from_environment() { return env_int(kShmCmaVariable, 1, 0, 1) == 1; }
+int shm_cma_from_environment() { return static_cast<int>(env_int(kShmCmaVariable, 1, 0, 2)); }
 
 bool shm_stats_from_environment() { return env_int(kShmStatsVariable, 0, 0, 1) == 1; }
 

@@ -38,11 +38,13 @@ int shm_spin_us_from_environment();
 // local rank to stderr: node-local collectives, their mean time, context
 // switches and how their waits ended (spun, yielded, slept). For finding
 // where the time goes (docs/engine.md); the counters cost nothing when off.
-// TANDEM_SHM_CMA (default 1): 1 lets local ranks read and write each other's
+// TANDEM_SHM_CMA (default 1): local ranks read and write each other's
 // buffers with one kernel copy (process_vm_readv/writev) when a probe at
-// setup shows every pair may; 0 always stages through the shared segment.
+// setup shows every pair may and, with 1, a setup measurement shows it
+// faster than staging on this node; 2 uses it whenever permitted; 0 always
+// stages through the shared segment.
 constexpr const char* kShmCmaVariable = "TANDEM_SHM_CMA";
-bool shm_cma_from_environment();
+int shm_cma_from_environment();
 
 constexpr const char* kShmStatsVariable = "TANDEM_SHM_STATS";
 bool shm_stats_from_environment();

@@ -32,6 +32,7 @@
 #include "fork_world.h"
 #include "shm/doorbell.h"
 #include "shm/node_sync.h"
+#include "shm/shm_group.h"
 #include "shm/segment.h"
 #include "shm/shm_group.h"
 #include "../collectives/thread_world.h"
@@ -643,7 +644,7 @@ struct ForkedResult {
   std::string failure;
 };
 
-ForkedResult forked_allreduce(int size, int path, bool refuse) {
+ForkedResult forked_allreduce(int size, int path, bool refuse, int cma = 2) {
   ForkArea* area = make_fork_area();
   static int counter = 0;
   const std::string job = "cmatest" + std::to_string(getpid()) + "-" + std::to_string(counter++);
@@ -658,6 +659,7 @@ ForkedResult forked_allreduce(int size, int path, bool refuse) {
         CommunicatorOptions o = small_options();
         o.shm_chunk_bytes = 64 << 10;
         o.shm_allreduce_path = path;
+        o.shm_cma = cma;
         Communicator c(std::make_unique<ForkBootstrap>(area, r, size, job), nullptr, o);
         area->ready[r] = c.shm_single_copy() ? 2 : 1;
         for (size_t count : {size_t{1}, size_t{1025}, size_t{40001}, size_t{(1 << 20) + 7}}) {
@@ -712,6 +714,11 @@ TEST(SingleCopy, ForkedRanksEverySizeBothPaths) {
       for (int r = 0; r < size; ++r)
         EXPECT_EQ(res.single_copy[r], cma_works_here()) << "rank " << r << " of " << size;
     }
+    // Measured (the default): processes time both paths at setup; whatever
+    // they find, they agree, and every result is right.
+    const ForkedResult res = forked_allreduce(size, 0, false, 1);
+    EXPECT_TRUE(res.all_ok) << size << " ranks, measured: " << res.failure;
+    for (int r = 1; r < size; ++r) EXPECT_EQ(res.single_copy[r], res.single_copy[0]) << "rank " << r;
   }
 }
 
@@ -733,11 +740,45 @@ TEST(SingleCopy, SettingTurnsItOff) {
   EXPECT_THROW(CommunicatorOptions::from_environment(), InvalidArgument);
   unsetenv("TANDEM_SHM_CMA");
   EXPECT_TRUE(CommunicatorOptions::from_environment().shm_cma);
+  setenv("TANDEM_SHM_CMA", "2", 1);
+  EXPECT_EQ(CommunicatorOptions::from_environment().shm_cma, 2);
+  setenv("TANDEM_SHM_CMA", "3", 1);
+  EXPECT_THROW(CommunicatorOptions::from_environment(), InvalidArgument);
+  unsetenv("TANDEM_SHM_CMA");
   CommunicatorOptions o = small_options();
-  o.shm_cma = false;
+  o.shm_cma = 0;
   run_world(2, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()); }, o);
-  run_world(2, {}, [](Communicator& c) { EXPECT_TRUE(c.shm_single_copy()); });
+  o.shm_cma = 2;
+  run_world(2, {}, [](Communicator& c) { EXPECT_TRUE(c.shm_single_copy()); }, o);
   run_world(1, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()) << "nobody to reach"; });
+}
+
+// The node keeps single copy only where the slowest rank's direct time
+// beats the slowest rank's staged time.
+TEST(SingleCopy, PaysOnlyWhereMeasuredFaster) {
+  const uint64_t fast_direct[] = {50, 60}, slow_staged[] = {90, 100};
+  EXPECT_TRUE(single_copy_pays(fast_direct, slow_staged, 2));
+  EXPECT_FALSE(single_copy_pays(slow_staged, fast_direct, 2));
+  // One slow rank decides for the node: its direct time is what all wait for.
+  const uint64_t one_slow_direct[] = {50, 120}, staged[] = {100, 100};
+  EXPECT_FALSE(single_copy_pays(one_slow_direct, staged, 2));
+  const uint64_t equal[] = {100, 100};
+  EXPECT_FALSE(single_copy_pays(equal, equal, 2)) << "a tie stages: no page pinning";
+}
+
+// TANDEM_SHM_CMA=1 (the default) measures at setup: whatever this machine
+// makes of it, every local rank takes the same path, and says why it stages.
+TEST(SingleCopy, MeasuredChoiceIsTheNodes) {
+  for (int size : {2, 3, 4}) {
+    std::vector<int> chose(size, -1);
+    run_world(size, {}, [&](Communicator& c) {
+      chose[c.identity().rank] = c.shm_single_copy() ? 1 : 0;
+      float x[3] = {1, 2, 3};
+      c.allreduce(x, x, 3, TANDEM_FLOAT32, TANDEM_SUM);
+      EXPECT_EQ(x[2], 3.0f * size);
+    });
+    for (int r = 1; r < size; ++r) EXPECT_EQ(chose[r], chose[0]) << size << " ranks, rank " << r;
+  }
 }
 
 }  // namespace

@@ -43,6 +43,34 @@ TEST(StagedStep, FollowsTheBarrierCost) {
   }
 }
 
+// The climb towards the barrier rule's step: one doubling per decision,
+// never up to a step measured slower per byte, back down where the step
+// below was measured faster, and straight down when the rule wants less.
+TEST(StagedStep, ClimbsOnlyWhileLargerStepsMeasureFaster) {
+  const size_t base = 256 * KiB, most = 4096 * KiB;
+  double wall[kStepClasses] = {};
+  // Nothing measured yet: one doubling towards want, never past most.
+  EXPECT_EQ(climb_step(base, most, base, most, wall), 2 * base);
+  EXPECT_EQ(climb_step(base, most, 2048 * KiB, most, wall), most);
+  EXPECT_EQ(climb_step(base, most, most, most, wall), most);
+  // The rule wants less: down at once.
+  EXPECT_EQ(climb_step(base, most, 2048 * KiB, base, wall), base);
+  // 1 MiB measured 0.10 ns/B, 2 MiB 0.20 (its working set left the cache):
+  // from 1 MiB it stays, from 2 MiB it goes back.
+  wall[2] = 0.10;
+  wall[3] = 0.20;
+  EXPECT_EQ(climb_step(base, most, 1024 * KiB, most, wall), 1024 * KiB);
+  EXPECT_EQ(climb_step(base, most, 2048 * KiB, most, wall), 1024 * KiB);
+  // Within 5% is the same speed: it goes on climbing.
+  wall[3] = 0.104;
+  EXPECT_EQ(climb_step(base, most, 1024 * KiB, most, wall), 2048 * KiB);
+  // Beside busy loops larger steps measure faster: it climbs to the top.
+  double busy[kStepClasses] = {4.0, 2.0, 1.0, 0.5, 0.3};
+  size_t step = base;
+  for (int i = 0; i < 6; ++i) step = climb_step(base, most, step, most, busy);
+  EXPECT_EQ(step, most);
+}
+
 // Ranks as threads of one process, each with its own ShmGroup on one node.
 void run_group(int n, const ShmOptions& o, const std::function<void(ShmGroup&, int)>& body) {
   auto world = std::make_shared<MemoryWorld>(n);
@@ -174,7 +202,8 @@ TEST(StagedStep, GrowsWhereBarriersAreDear) {
   for (int r = 1; r < 4; ++r) EXPECT_EQ(last[r], last[0]);
 }
 
-// One rank: a barrier costs nothing, so the step stays the base chunk.
+// One rank: no barrier to amortize, so the step stays the base chunk
+// however long a (preempted) probe would take.
 TEST(StagedStep, FreeBarriersKeepTheBaseStep) {
   ShmOptions o;
   o.chunk_bytes = 16 * KiB;
