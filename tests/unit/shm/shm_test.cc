@@ -458,7 +458,7 @@ ShmOptions tiny_shm() {
   o.timeout = std::chrono::milliseconds(1500);  // survivors give up on the dead this soon
   o.chunk_bytes = o.max_chunk_bytes = 4096;
   o.arena_bytes = 1 << 16;
-  o.cma = false;
+  o.cma = 0;  // no single-copy probe: setup is the bootstrap exchanges and the segment
   return o;
 }
 
