@@ -1,7 +1,10 @@
 """Each test's outcome from one whole-file job of contrib/horovod-suite.sh -1:
 `tandem-run --label` output of `pytest -rA` on every rank.
 
-    tally.py LOG TEST_FILE NP HUNG   (HUNG: 1 when the job hit its deadline)
+    tally.py LOG TEST_FILE NP HUNG [REGEX]
+
+HUNG: 1 when the job hit its deadline; REGEX: only the tests whose name
+matches (the job ran those only).
 
 Per rank, a test failed when pytest reports it FAILED, ERROR or SUBFAILED
 (a failed subtest: TensorFlow's TestCase runs each test in graph mode and
@@ -70,6 +73,8 @@ def per_rank(log, test_file, tests):
 def main():
     log, test_file, np_, hung_job = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
     tests = tests_of(test_file)
+    if len(sys.argv) > 5 and sys.argv[5]:
+        tests = [t for t in tests if re.search(sys.argv[5], t[2])]
     seen = per_rank(log, test_file, tests)
     counts = {"PASS": 0, "FAIL": 0, "HANG": 0, "SKIP": 0}
     for _, _, name in tests:
