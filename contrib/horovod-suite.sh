@@ -23,6 +23,7 @@
 #                whole job's. Minutes instead of an hour for a TF file (one
 #                TensorFlow import per rank, not one per test), but a test
 #                that leaves state behind can affect the ones after it.
+#                With -k, one job for the matching tests only, in file order.
 #
 # It fetches nothing: give it the test file of a horovod/horovod checkout
 # (e.g. `git -C CHECKOUT archive v0.28.1 test | tar x -C /tmp/hvd`, then
@@ -51,7 +52,7 @@ filter=
 logdir=
 one_job=0
 
-usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     -np) np=$2; shift 2 ;;
@@ -107,21 +108,28 @@ export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 unset TANDEM_LIBRARY LD_PRELOAD
 
 if [ $one_job -eq 1 ]; then
-  [ -z "$filter" ] || { echo "horovod-suite: -k and -1 do not combine" >&2; exit 2; }
+  targets=("$test_file")
+  if [ -n "$filter" ]; then
+    targets=()
+    for id in "${ids[@]}"; do
+      grep -qE "$filter" <<<"${id##*::}" && targets+=("$test_file::$id")
+    done
+    [ ${#targets[@]} -gt 0 ] || { echo "horovod-suite: no test matches $filter" >&2; exit 2; }
+  fi
   log=$logdir/$(basename "$test_file" .py).log
   (cd "$(dirname "$test_file")" &&
     timeout -k 10 "$deadline" "$build/tools/tandem-run" -np "$np" --label \
-      "$python" -m pytest -q -p no:cacheprovider --color=no -rA "$test_file") >"$log" 2>&1
+      "$python" -m pytest -q -p no:cacheprovider --color=no -rA "${targets[@]}") >"$log" 2>&1
   rc=$?
   job_hung=0
   { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && job_hung=1
   mapfile -t lines < <(python3 "$root/contrib/horovod_suite/tally.py" "$log" "$test_file" \
-    "$np" "$job_hung")
+    "$np" "$job_hung" "$filter")
   [ ${#lines[@]} -gt 0 ] || { echo "horovod-suite: no outcome read from $log" >&2; exit 1; }
   printf '%s\n' "${lines[@]:0:${#lines[@]}-1}"
   read -r passed failed hung skipped <<<"${lines[-1]}"
   echo "horovod-suite: $passed passed, $failed failed, $hung hung, $skipped skipped" \
-    "(of ${#ids[@]}) at $np ranks in one job, $python ($framework $version)," \
+    "(of $((passed + failed + hung + skipped))) at $np ranks in one job, $python ($framework $version)," \
     "deadline ${deadline}s; log: $log"
   [ "$failed" -eq 0 ] && [ "$hung" -eq 0 ]
   exit

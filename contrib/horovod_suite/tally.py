@@ -1,11 +1,15 @@
 """Each test's outcome from one whole-file job of contrib/horovod-suite.sh -1:
 `tandem-run --label` output of `pytest -rA` on every rank.
 
-    tally.py LOG TEST_FILE NP HUNG   (HUNG: 1 when the job hit its deadline)
+    tally.py LOG TEST_FILE NP HUNG [REGEX]
+
+HUNG: 1 when the job hit its deadline; REGEX: only the tests whose name
+matches (the job ran those only).
 
 Per rank, a test failed when pytest reports it FAILED, ERROR or SUBFAILED
 (a failed subtest: TensorFlow's TestCase runs each test in graph mode and
-in eager mode as two subtests), and skipped when every subtest skipped:
+in eager mode as two subtests), and skipped when every subtest skipped
+(SKIPPED, or SUBSKIPPED, which pytest prints instead when given node ids):
 -rA names a skip only by where it was raised, so the skips located in the
 test's body are counted ([N] each), and two of them (both modes) or a
 SKIPPED without a PASSED (a test without subtests) is a skip. A PASSED test
@@ -21,7 +25,7 @@ import ast
 import re
 import sys
 
-LINE = re.compile(r"^\[(\d+)\] (PASSED|FAILED|ERROR|SUBFAILED\S*|SKIPPED) (.*)$")
+LINE = re.compile(r"^\[(\d+)\] (PASSED|FAILED|ERROR|SUBFAILED\S*|SUBSKIPPED\S*|SKIPPED) (.*)$")
 SKIP = re.compile(r"^\[(\d+)\] (\S+?):(\d+): (.*)$")
 TEST = re.compile(r"::(test\w*)")
 MODES = 2  # subtests per test: TensorFlow's TestCase runs graph mode and eager mode
@@ -47,7 +51,7 @@ def per_rank(log, test_file, tests):
         if not m:
             continue
         rank, kind, rest = int(m.group(1)), m.group(2), m.group(3)
-        if kind == "SKIPPED":
+        if kind == "SKIPPED" or kind.startswith("SUBSKIPPED"):
             s = SKIP.match(rest)
             if s and s.group(2).endswith(base):
                 line = int(s.group(3))
@@ -70,6 +74,8 @@ def per_rank(log, test_file, tests):
 def main():
     log, test_file, np_, hung_job = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
     tests = tests_of(test_file)
+    if len(sys.argv) > 5 and sys.argv[5]:
+        tests = [t for t in tests if re.search(sys.argv[5], t[2])]
     seen = per_rank(log, test_file, tests)
     counts = {"PASS": 0, "FAIL": 0, "HANG": 0, "SKIP": 0}
     for _, _, name in tests:

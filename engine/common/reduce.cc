@@ -2,7 +2,7 @@
 // array: each input is folded into the block with one tight, branch-free
 // loop, which GCC vectorises at -O2/-O3 (checked with -fopt-info-vec; see
 // docs/engine.md). Blocking keeps the accumulator in L1 whatever n is, and
-// lets float16/bfloat16 accumulate in float32 without a full-size temporary.
+// lets float16/bfloat16 be computed in float32 without a full-size temporary.
 #include "common/reduce.h"
 
 #include <cmath>
@@ -180,6 +180,15 @@ struct MaxOp { template <typename A> static A apply(A a, A b) { return a < b ? b
 struct OrOp { template <typename A> static A apply(A a, A b) { return a | b; } };
 struct AndOp { template <typename A> static A apply(A a, A b) { return a & b; } };
 
+// Rounds a block of accumulators to the storage type and back: what
+// storing an intermediate result in a float16/bfloat16 buffer does.
+template <typename E>
+void round_to_storage(typename E::A* a, size_t m) {
+  alignas(64) typename E::T b[kBlock];
+  E::narrow(a, b, m);
+  E::widen(b, a, m);
+}
+
 template <typename E, typename Op>
 void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduction& r) {
   using T = typename E::T;
@@ -221,17 +230,24 @@ void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduc
     } else {
       for (size_t i = 0; i < m; ++i) acc[i] = E::load(s0[i]);
     }
-    if (pre)
+    if (pre) {
       for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * ps;
+      if constexpr (E::widened) round_to_storage<E>(acc, m);
+    }
     for (int k = 1; k < n; ++k) {
       const T* s = static_cast<const T*>(in[k]) + base;
       if constexpr (E::widened) {
+        // Each step in float32, rounded to the element type after it (the
+        // scaled input, every partial result): the arithmetic of Horovod's
+        // CPU kernels and of the frameworks' own float16 operations, and
+        // what a multi-stage reduction storing partials in the type gives.
         E::widen(s, tmp, m);
         if (pre) {
-          for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], static_cast<A>(tmp[i] * ps));
-        } else {
-          for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], tmp[i]);
+          for (size_t i = 0; i < m; ++i) tmp[i] = tmp[i] * ps;
+          round_to_storage<E>(tmp, m);
         }
+        for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], tmp[i]);
+        if (k < n - 1 || avg || post) round_to_storage<E>(acc, m);
       } else if (pre) {
         for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], static_cast<A>(E::load(s[i]) * ps));
       } else {

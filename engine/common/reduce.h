@@ -4,7 +4,12 @@
 // (in[0] op in[1] op ... in[n-1]), so callers that always pass contributions
 // in rank order get results that do not depend on arrival order, and every
 // rank that computes the same element computes the same bits. float16 and
-// bfloat16 are widened to float32, combined there and rounded once at the end.
+// bfloat16 are computed in float32 and rounded to their type after every
+// step: each scaled input, each partial result, then the AVERAGE division
+// and postscale (one float32 step) at the end. That is the arithmetic of
+// the frameworks' own float16 operations and of Horovod's CPU kernels, whose
+// tests compare bit for bit at up to 3 ranks; rounding once at the end
+// would be more precise and differ from both.
 #pragma once
 
 #include <cstddef>

@@ -37,9 +37,9 @@ class NoneCompressor(Compressor):
 class FP16Compressor(Compressor):
     """Floating types wider than float16 (float32, float64, bfloat16) travel
     as float16, half the bytes of float32; other types travel unchanged. On
-    the host the engine accumulates float16 in float32, so only the final
-    rounding is lost; NCCL (torch CUDA tensors) reduces in float16, as
-    Horovod with NCCL.
+    the host the engine computes each float16 step in float32 and rounds it
+    to float16, as Horovod's CPU kernels do; NCCL (torch CUDA tensors)
+    reduces in float16, as Horovod with NCCL.
 
     A frontend subclasses it with ``wide_float(tensor)`` (the tensor's type
     when it is a float wider than float16, else None), ``cast(tensor,

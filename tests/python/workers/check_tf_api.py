@@ -228,6 +228,51 @@ def allreduce_scales_average_compression():
 
 
 @check
+def scaled_and_averaged_floats_match_tensorflow_bit_for_bit():
+    # Horovod's test_tensorflow.py compares these with threshold 0 up to 3
+    # ranks against TensorFlow's own arithmetic in the element type: an
+    # Average of x on every rank against (x * n) / n, prescale f against
+    # cast(f * x) * n, postscale against cast(f * (x * n)), the factor and
+    # float16's product in float32; Product against reduce_prod. Values that
+    # are not small integers, so that every rounding shows (float16's 3x
+    # rounds before the division).
+    size, rank = hvd.size(), hvd.rank()
+    factor = 0.1915194503788923
+    rows = 4 * size
+    for mode in MODES:
+        for dtype in [tf.float16, tf.float32, tf.float64]:
+            x = tf.cast(tf.random.stateless_uniform([rows, 5], [7, 11], -100, 100), dtype)
+            n = tf.constant(size, dtype)
+            mine = slice(rank * 4, rank * 4 + 4)
+            got = in_mode(mode, lambda t: hvd.allreduce(t, op=hvd.Average), x)
+            expect(got, (x * n) / n, "%s %s Average" % (mode, dtype.name))
+            got = in_mode(mode, lambda t: hvd.reducescatter(t, op=hvd.Average), x)
+            expect(got, ((x * n) / n)[mine], "%s %s reducescatter Average" % (mode, dtype.name))
+            # Product of different values on each rank against reduce_prod,
+            # which multiplies in rank order, rounding each product.
+            every = tf.cast(tf.random.stateless_uniform([size, 3, 5], [5, 3], -100, 100), dtype)
+            got = in_mode(mode, lambda t: hvd.allreduce(t, op=hvd.Product), every[rank])
+            expect(got, tf.math.reduce_prod(every, axis=0), "%s %s Product" % (mode, dtype.name))
+            if dtype == tf.float64:
+                continue  # Horovod's tests skip float64 scaling (a float32 TF op attribute)
+            wide = tf.float32
+            f = tf.constant(factor, wide)
+            pre = tf.cast(f * tf.cast(x, wide), dtype) * n
+            post = tf.cast(f * tf.cast(x * n, wide), dtype)
+            got = in_mode(mode, lambda t: hvd.allreduce(t, op=hvd.Sum, prescale_factor=factor), x)
+            expect(got, pre, "%s %s prescale" % (mode, dtype.name))
+            got = in_mode(mode, lambda t: hvd.allreduce(t, op=hvd.Sum,
+                                                        postscale_factor=factor), x)
+            expect(got, post, "%s %s postscale" % (mode, dtype.name))
+            got = in_mode(mode, lambda t: hvd.grouped_reducescatter(
+                [t, t], op=hvd.Sum, prescale_factor=factor), x)
+            expect(got[1], pre[mine], "%s %s reducescatter prescale" % (mode, dtype.name))
+            got = in_mode(mode, lambda t: hvd.reducescatter(t, op=hvd.Sum,
+                                                            postscale_factor=factor), x)
+            expect(got, post[mine], "%s %s reducescatter postscale" % (mode, dtype.name))
+
+
+@check
 def allreduce_indexed_slices():
     # Horovod allgathers values and indices; Average divides the values.
     size, rank = hvd.size(), hvd.rank()

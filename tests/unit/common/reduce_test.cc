@@ -1,6 +1,7 @@
 // The kernels on their own: conversions and every type x op on few-element
 // and block boundary-crossing lengths, against the tests' reference.
 #include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -92,6 +93,55 @@ TEST(Reduce, EveryTypeAndOpEveryCountPath) {
       }
     }
   }
+}
+
+// float16 and bfloat16 round to their type after every step, as Horovod's
+// CPU kernels and the frameworks' own 16-bit arithmetic do: each scaled
+// input, each partial, then the division and postscale. Horovod's TF tests
+// compare with threshold 0 at 3 ranks, e.g. an Average of x, x, x against
+// TensorFlow's float16 (x * 3) / 3, which rounds 3x first.
+template <typename To, typename From>
+void check_stepwise(tandem_dtype_t t, To to, From from) {
+  const int n = 3;
+  const size_t count = 700;  // crosses a block boundary
+  std::vector<std::vector<uint16_t>> bufs(n, std::vector<uint16_t>(count));
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i) {
+      // Magnitudes 1/8 .. 32 (float16 patterns, reread as bfloat16 values
+      // of the same size), both signs: no overflow, no NaN.
+      const float v = ref_from_half(static_cast<uint16_t>(0x3000 + (i * 37 + r * 101) % 0x2000));
+      bufs[r][i] = to((i + r) % 4 == 0 ? -v : v);
+    }
+  std::vector<const void*> in(n);
+  for (int r = 0; r < n; ++r) in[r] = bufs[r].data();
+  struct Case { tandem_op_t op; double pre, post; bool same; };
+  const Case cases[] = {{TANDEM_AVERAGE, 1, 1, true}, {TANDEM_SUM, 0.1915194503788923, 1, true},
+                        {TANDEM_SUM, 1, 0.1915194503788923, true}, {TANDEM_PRODUCT, 1, 1, false},
+                        {TANDEM_SUM, 0.7, 1, false}, {TANDEM_AVERAGE, 1, 0.3, false}};
+  for (const Case& c : cases) {
+    // `same`: every rank sends rank 0's values, as Horovod's tests do.
+    std::vector<const void*> src(n, c.same ? in[0] : nullptr);
+    if (!c.same) src = in;
+    std::vector<uint16_t> out(count);
+    reduce(out.data(), src.data(), n, count, Reduction{t, c.op, c.pre, true, c.post, n});
+    const float ps = static_cast<float>(c.pre), qs = static_cast<float>(c.post);
+    for (size_t i = 0; i < count; ++i) {
+      auto x = [&](int r) {
+        const float v = from(static_cast<const uint16_t*>(src[r])[i]);
+        return c.pre != 1.0 ? from(to(v * ps)) : v;
+      };
+      float a = x(0);
+      for (int r = 1; r < n; ++r) a = from(to(c.op == TANDEM_PRODUCT ? a * x(r) : a + x(r)));
+      if (c.op == TANDEM_AVERAGE) a = a / static_cast<float>(n);
+      ASSERT_EQ(out[i], to(a * qs)) << dtype_name(t) << " " << op_name(c.op) << " pre " << c.pre
+                                    << " post " << c.post << ", element " << i;
+    }
+  }
+}
+
+TEST(Reduce, HalfTypesRoundAfterEveryStep) {
+  check_stepwise(TANDEM_FLOAT16, ref_to_half, ref_from_half);
+  check_stepwise(TANDEM_BFLOAT16, ref_to_bf16, ref_from_bf16);
 }
 
 TEST(Reduce, BoolTreatsAnyNonZeroAsTrue) {
