@@ -154,3 +154,10 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
         objects[cls.__name__] = wrapper
     objects.update(custom_objects or {})
     return _keras.models.load_model(filepath, custom_objects=objects)
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
