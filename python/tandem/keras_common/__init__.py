@@ -12,5 +12,7 @@ tandem/keras/ and tandem/keras2/.
 
 * ``elastic``: the State of a Keras model and optimizer, and the mixins of
   CommitStateCallback, UpdateBatchStateCallback, UpdateEpochStateCallback.
+* ``callbacks``: the broadcast callback's local variables, metric
+  averaging, the learning-rate schedule and warmup, momentum buffers.
 """
 

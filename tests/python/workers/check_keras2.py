@@ -80,7 +80,7 @@ def modules_are_keras2():
     for name in hvd.__all__:
         if getattr(horovod.keras, name) is not getattr(hvd, name):
             raise AssertionError("horovod.keras.%s differs from horovod.tensorflow.keras's" % name)
-    if hvd.callbacks.MetricAverageCallback.__mro__[1] is not keras.callbacks.Callback:
+    if not issubclass(hvd.callbacks.MetricAverageCallback, keras.callbacks.Callback):
         raise AssertionError("callbacks are not %s callbacks" % keras.__name__)
     if tf.keras.Model is not keras.Model:
         raise AssertionError("tf.keras is not %s" % keras.__name__)
