@@ -32,6 +32,7 @@ from tandem import _ops
 from tandem import process_sets as _ps
 from tandem.keras import _backend
 from tandem.keras.compression import Compression
+from tandem.keras_common import optimizer as _common
 
 
 class _Settings:
@@ -338,24 +339,8 @@ def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sp
                                 scale_local_gradients=True):
     """DistributedOptimizer whose ``local_layers`` keep their own gradients
     (not reduced; divided by the set size when scale_local_gradients)."""
-    if local_layers is None:
-        local_layers = []
-    elif isinstance(local_layers, keras.layers.Layer):
-        local_layers = [local_layers]
-    elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
-        raise ValueError("All local layers must be of keras.layers.Layer type.")
-    opt = DistributedOptimizer(optimizer, name=name, device_dense=device_dense,
-                               device_sparse=device_sparse, compression=compression,
-                               sparse_as_dense=sparse_as_dense,
-                               gradient_predivide_factor=gradient_predivide_factor, op=op,
-                               backward_passes_per_step=backward_passes_per_step,
-                               average_aggregated_gradients=average_aggregated_gradients,
-                               groups=groups, process_set=process_set,
-                               scale_local_gradients=scale_local_gradients)
-    for layer in local_layers:
-        for var in layer.trainable_weights:
-            opt.register_local_var(var)
-    return opt
+    return _common.partial_distributed(DistributedOptimizer, locals(), keras.layers.Layer,
+                                       "keras.layers.Layer")
 
 
 def is_distributed(optimizer):

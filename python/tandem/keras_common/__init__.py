@@ -12,7 +12,8 @@ tandem/keras/ and tandem/keras2/.
 
 * ``elastic``: the State of a Keras model and optimizer, and the mixins of
   CommitStateCallback, UpdateBatchStateCallback, UpdateEpochStateCallback.
-* ``callbacks``: the broadcast callback's local variables, metric
-  averaging, the learning-rate schedule and warmup, momentum buffers.
+* ``callbacks``: metric averaging and the learning-rate schedule/warmup
+  mixins of the callbacks.
+* ``optimizer``: PartialDistributedOptimizer's local layers.
 """
 
