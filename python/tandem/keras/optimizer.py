@@ -282,25 +282,8 @@ def _check_arguments(optimizer, op, gradient_predivide_factor, backward_passes_p
     if isinstance(optimizer, _DistributedMixin):
         raise ValueError("the optimizer is already a DistributedOptimizer; wrap the plain "
                          "optimizer once")
-    if op not in (_ops.Average, _ops.Sum):
-        raise ValueError("op currently only supports Average and Sum")
-    if gradient_predivide_factor != 1.0 and op != _ops.Average:
-        raise ValueError("gradient_predivide_factor applies to op=Average only")
-    if gradient_predivide_factor <= 0:
-        raise ValueError("gradient_predivide_factor must be positive, got %r"
-                         % (gradient_predivide_factor,))
-    if int(backward_passes_per_step) < 1:
-        raise ValueError("backward_passes_per_step must be at least 1, got %r"
-                         % (backward_passes_per_step,))
     groups = _ops.groups_from(num_groups, groups)
-    if groups is not None:
-        if isinstance(groups, bool) or not (isinstance(groups, list) or
-                                            (isinstance(groups, int) and groups > 0)):
-            raise ValueError("groups should be a non-negative integer or a list of list of "
-                             "variables")
-        if isinstance(groups, list) and not all(isinstance(g, (list, tuple)) for g in groups):
-            raise ValueError("groups should be a non-negative integer or a list of list of "
-                             "variables")
+    _common.check_arguments(op, gradient_predivide_factor, backward_passes_per_step, groups)
     _ps.ident(process_set, "DistributedOptimizer")
     _backend.check_supported("DistributedOptimizer")
     return groups

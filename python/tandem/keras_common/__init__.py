@@ -14,6 +14,7 @@ tandem/keras/ and tandem/keras2/.
   CommitStateCallback, UpdateBatchStateCallback, UpdateEpochStateCallback.
 * ``callbacks``: metric averaging and the learning-rate schedule/warmup
   mixins of the callbacks.
-* ``optimizer``: PartialDistributedOptimizer's local layers.
+* ``optimizer``: DistributedOptimizer's argument checks,
+  PartialDistributedOptimizer's local layers.
 """
 

@@ -139,12 +139,16 @@ def op_sum_predivide_and_fp16():
     opt.minimize(linear_loss(variables), variables)
     for v, s in zip(variables, SHAPES):
         expect_equal(v.numpy(), -mean_of_ranks(s), "fp16 compression")
-    try:
-        hvd.DistributedOptimizer(keras.optimizers.SGD(1.0), op=hvd.Adasum)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("op=Adasum accepted")
+    # Horovod's refusals (tandem.keras_common.optimizer.check_arguments, as
+    # for Keras 3): each a ValueError at the call.
+    for bad in (dict(op=hvd.Adasum), dict(op=hvd.Sum, gradient_predivide_factor=2.0),
+                dict(gradient_predivide_factor=0.0), dict(backward_passes_per_step=0),
+                dict(groups=-1), dict(groups=[1, 2])):
+        try:
+            hvd.DistributedOptimizer(keras.optimizers.SGD(1.0), **bad)
+        except ValueError:
+            continue
+        raise AssertionError("DistributedOptimizer(%s) was accepted" % bad)
 
 
 @check()
