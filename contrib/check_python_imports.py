@@ -17,7 +17,8 @@ The layers of python/ (docs/python.md), each importing only those before it:
     elastic     tandem.elastic.*          (core)
     torch       tandem.torch.*            (core, elastic)
     tensorflow  tandem.tensorflow.*       (core, elastic)
-    keras       tandem.keras.*, tandem.keras2.*  (core, elastic, tensorflow, torch)
+    keras_common tandem.keras_common.*   (core, elastic): what both Keras share
+    keras       tandem.keras.*, tandem.keras2.*  (core, elastic, keras_common, tensorflow, torch)
     shim        horovod.*                 (anything)
 
 Prints each cycle (with the file and line of every edge) and each upward
@@ -32,9 +33,13 @@ LAYERS = [  # (name, module prefix, layers it may import)
     ("elastic", "tandem.elastic", {"core"}),
     ("torch", "tandem.torch", {"core", "elastic"}),
     ("tensorflow", "tandem.tensorflow", {"core", "elastic"}),
-    ("keras", "tandem.keras", {"core", "elastic", "tensorflow", "torch"}),
-    ("keras", "tandem.keras2", {"core", "elastic", "tensorflow", "torch"}),  # Keras 2 (tf_keras)
-    ("shim", "horovod", {"core", "elastic", "torch", "tensorflow", "keras", "shim"}),
+    # Keras-version-neutral, imports no Keras: below both Keras modules.
+    ("keras_common", "tandem.keras_common", {"core", "elastic"}),
+    ("keras", "tandem.keras", {"core", "elastic", "keras_common", "tensorflow", "torch"}),
+    ("keras", "tandem.keras2",  # Keras 2 (tf_keras)
+     {"core", "elastic", "keras_common", "tensorflow", "torch"}),
+    ("shim", "horovod",
+     {"core", "elastic", "torch", "tensorflow", "keras_common", "keras", "shim"}),
     ("core", "tandem", {"core"}),
 ]
 

@@ -59,7 +59,11 @@ interpreter that has the framework's module (found with
 * ``tf_python``: the interpreters with ``tensorflow`` and Keras 3;
 * ``keras2_python``: the interpreters with ``tensorflow`` and Keras 2
   (``tf_keras``, run with ``TF_USE_LEGACY_KERAS=1``, or a 2.x ``keras``):
-  contrib/install-python-envs.sh's ``tfkeras`` and ``tf215``.
+  contrib/install-python-envs.sh's ``tfkeras`` and ``tf215``;
+* ``keras_python``: every interpreter with ``tensorflow``, whichever its
+  Keras, for what is written once for both; the ``keras_env`` fixture gives
+  the environment that makes its processes use its Keras 2
+  (``TF_USE_LEGACY_KERAS=1`` where that is ``tf_keras``).
 
 Each value is the interpreter's path (str); the test id is its NAME
 (``test_x[torch2]``). With no interpreter for a framework the test is
@@ -85,7 +89,7 @@ GPUS = 4
 DEFAULT_PYTHONS = ["debian=/usr/bin/python3"]
 # fixture argument -> the module an interpreter must have to serve it
 FRAMEWORK_FIXTURES = {"torch_python": "torch", "tf_python": "tensorflow",
-                      "keras2_python": "tensorflow"}
+                      "keras2_python": "tensorflow", "keras_python": "tensorflow"}
 # fixture argument -> whether the interpreter's Keras must be Keras 2 (True)
 # or must not be (False); absent: either.
 KERAS2_FIXTURES = {"tf_python": False, "keras2_python": True}
@@ -140,6 +144,16 @@ def _has_keras2(config, path):
                            timeout=60)
         cache[path] = r.returncode == 0
     return cache[path]
+
+
+@pytest.fixture
+def keras_env(request, keras_python):
+    """The environment keras_python's processes need to serve the Keras the
+    interpreter is there for: TensorFlow's TF_USE_LEGACY_KERAS=1 where that
+    is tf_keras (TF 2.16+); nothing for TF <= 2.15's Keras 2 or for Keras 3."""
+    if _has_module(request.config, keras_python, "tf_keras"):
+        return {"TF_USE_LEGACY_KERAS": "1"}
+    return {}
 
 
 def pytest_generate_tests(metafunc):

@@ -157,10 +157,12 @@ def check_survivors(job, reference, survivors, size, ledger=True, steps=STEPS):
 
 
 class Worker:
-    """The torch or the Keras drill script, with its unfaulted parameters."""
+    """The torch or the Keras drill script, with its unfaulted parameters and
+    the environment its interpreter needs (Keras 2 as tf_keras)."""
 
-    def __init__(self, command, reference, ledger):
+    def __init__(self, command, reference, ledger, env=None):
         self.command, self.reference, self.ledger = command, reference, ledger
+        self.env = env or {}
 
 
 @pytest.fixture(scope="module")
@@ -174,11 +176,14 @@ _KERAS_REFERENCE = {}
 
 
 @pytest.fixture
-def keras_worker(cluster, tf_python, tmp_path_factory):
-    if tf_python not in _KERAS_REFERENCE:
-        _KERAS_REFERENCE[tf_python] = keras_reference(cluster, tf_python, tmp_path_factory)
-    return Worker([tf_python, str(WORKERS / "elastic_keras.py"), ".", "--step-sleep", "0.2"],
-                  _KERAS_REFERENCE[tf_python], False)
+def keras_worker(cluster, keras_python, keras_env, tmp_path_factory):
+    """The Keras script on every TensorFlow interpreter: Keras 3
+    (tandem.keras.elastic) and Keras 2 (tandem.keras2.elastic)."""
+    if keras_python not in _KERAS_REFERENCE:
+        _KERAS_REFERENCE[keras_python] = keras_reference(cluster, keras_python, keras_env,
+                                                         tmp_path_factory)
+    return Worker([keras_python, str(WORKERS / "elastic_keras.py"), ".", "--step-sleep", "0.2"],
+                  _KERAS_REFERENCE[keras_python], False, keras_env)
 
 
 # Drills CI leaves to contrib/elastic-drills.sh: the node cut off waits over
@@ -191,7 +196,7 @@ long_drill = pytest.mark.skipif(
 
 def drill(cluster, worker, tag, fault, survivors, ranks_after, size_after):
     job = Job(cluster, tag, ["-N", "3", "-n", "3", "--horovod=elastic"], worker.command,
-              starts=[0, 1, 2])
+              env=worker.env, starts=[0, 1, 2])
     try:
         job.wait_progress(0, 8, deadline_s=240)
         t = fault(job)
@@ -237,7 +242,7 @@ def stop_drill(cluster, worker, tag, wake):
     others are done, srun ends the step."""
     job = Job(cluster, tag, ["-N", "3", "-n", "3", "--horovod=elastic"],
               worker.command + ["--steps", "80"] if worker.ledger else worker.command,
-              starts=[0, 1, 2])
+              env=worker.env, starts=[0, 1, 2])
     try:
         job.wait_progress(0, 8, deadline_s=240)
         t = job.signal(2, signal.SIGSTOP)
@@ -397,10 +402,11 @@ def test_horovods_elastic_torch_main_fault_tolerance(cluster, exit_mode):
     assert "node1[1] has been removed from elastic job" in out, out
 
 
-def keras_reference(cluster, tf_python, tmp_path_factory):
+def keras_reference(cluster, python, keras_env, tmp_path_factory):
     out = tmp_path_factory.mktemp("elastic-keras-reference")
-    env = dict(os.environ, PYTHONPATH=cluster.python_dir, TANDEM_LIBRARY=cluster.engine)
-    r = subprocess.run([tf_python, str(WORKERS / "elastic_keras.py"), str(out)],
+    env = dict(os.environ, PYTHONPATH=cluster.python_dir, TANDEM_LIBRARY=cluster.engine,
+               **keras_env)
+    r = subprocess.run([python, str(WORKERS / "elastic_keras.py"), str(out)],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     return elastic_ledger.finals(str(out))[0]["params"]
@@ -421,7 +427,7 @@ def node_cut_drill(cluster, worker, tag):
                   (cluster.dir / "cluster.env").read_text().split() if "=" in line)
     veth = f"td{values['SLOT']}n3"
     job = Job(cluster, tag, ["-N", "3", "-n", "3", "--horovod=elastic"], worker.command,
-              starts=[0, 1, 2])
+              env=worker.env, starts=[0, 1, 2])
     try:
         job.wait_progress(0, 8, deadline_s=240)
         subprocess.run(["ip", "link", "set", veth, "down"], check=True)

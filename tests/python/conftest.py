@@ -117,7 +117,7 @@ def assert_passed(result, np, name):
     """One check of a report.py worker passed on every rank, and failed nowhere."""
     output = result.stdout + result.stderr
     failures = re.findall(r"^.*FAIL %s rank \d+: .*$" % name, result.stdout, re.M)
-    assert not failures, "\n".join(failures)
+    assert not failures, "\n".join(failures) + "\n" + output[-4000:]
     passed = set(int(r) for r in re.findall(r"^(?:\[\d+\] )?PASS %s rank (\d+)$" % name,
                                             result.stdout, re.M))
     assert passed == set(range(np)), "check %s passed on ranks %s of %d; job exit %d:\n%s" % (

@@ -78,3 +78,29 @@ def test_the_elastic_layer_sits_between_core_and_frontends(tmp_path):
         "upward import: tandem.elastic.state (layer elastic) imports tandem.torch.functions "
         "(layer torch) at tandem/elastic/state.py:2",
     ], result.stdout
+
+
+def test_keras_common_sits_below_both_keras_modules(tmp_path):
+    # tandem.keras_common is what Keras 3 and Keras 2 share: both may import
+    # it; it may reach neither of them nor a framework frontend.
+    write(tmp_path, {
+        "tandem/__init__.py": "",
+        "tandem/elastic/__init__.py": "",
+        "tandem/keras_common/__init__.py": "",
+        "tandem/keras_common/elastic.py": "from tandem.elastic import State\n",
+        "tandem/keras_common/callbacks.py": "def f():\n    from tandem.keras2 import callbacks\n",
+        "tandem/keras_common/optimizer.py": "import tandem.tensorflow\n",
+        "tandem/tensorflow/__init__.py": "",
+        "tandem/keras/__init__.py": "from tandem.keras_common import elastic\n",
+        "tandem/keras2/__init__.py": "",
+        "tandem/keras2/callbacks.py": "from tandem.keras_common import callbacks\n",
+    })
+    result = run(tmp_path)
+    assert result.returncode == 1, result.stdout
+    problems = [line for line in result.stdout.splitlines() if line.startswith("upward")]
+    assert problems == [
+        "upward import: tandem.keras_common.callbacks (layer keras_common) imports "
+        "tandem.keras2.callbacks (layer keras) at tandem/keras_common/callbacks.py:2",
+        "upward import: tandem.keras_common.optimizer (layer keras_common) imports "
+        "tandem.tensorflow (layer tensorflow) at tandem/keras_common/optimizer.py:1",
+    ], result.stdout

@@ -20,6 +20,7 @@ if keras.backend.backend() != "torch":
     pytest.skip("keras was imported with the %s backend before this module"
                 % keras.backend.backend(), allow_module_level=True)
 
+from conftest import assert_passed  # noqa: E402
 from workers import check_keras  # noqa: E402
 
 ENV = {"KERAS_BACKEND": "torch"}
@@ -34,28 +35,18 @@ def job(ranks, np, only=None):
     return JOBS[key]
 
 
-def assert_passed(result, name, np):
-    output = result.stdout + result.stderr
-    failures = re.findall(r"^.*FAIL %s rank \d+: .*$" % name, result.stdout, re.M)
-    assert not failures, "\n".join(failures) + "\n" + output[-4000:]
-    passed = set(int(r) for r in re.findall(r"^(?:\[\d+\] )?PASS %s rank (\d+)$" % name,
-                                            result.stdout, re.M))
-    assert passed == set(range(np)), "check %s passed on ranks %s of %d; job exit %d:\n%s" % (
-        name, sorted(passed), np, result.returncode, output[-4000:])
-
-
 CASES = [(np, fn.__name__) for np in (1, 3) for fn in check_keras.CHECKS
          if "torch" in fn.backends and np >= fn.min_size]
 
 
 @pytest.mark.parametrize("np,name", CASES)
 def test_check_passes_on_every_rank(ranks, np, name):
-    assert_passed(job(ranks, np), name, np)
+    assert_passed(job(ranks, np), np, name)
 
 
 def test_four_ranks_of_b_equal_one_process_of_4b(ranks):
     name = "fit_equals_one_process_of_size_times_batch"
     result = job(ranks, 4, only=name)
-    assert_passed(result, name, 4)
+    assert_passed(result, 4, name)
     assert len(re.findall(r"^equivalence torch run_eagerly=(True|False): 4 x 4 vs 1 x 16",
                           result.stdout, re.M)) == 2, result.stdout[-3000:]

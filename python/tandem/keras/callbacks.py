@@ -3,7 +3,8 @@
 They run eagerly between steps and work on host values through the core's
 ``tandem._arrays``: variable values as NumPy arrays, metric logs as floats,
 the same code for every Keras backend. Semantics are Horovod's
-(horovod/_keras/callbacks.py), mapped onto Keras 3:
+(horovod/_keras/callbacks.py), mapped onto Keras 3; what they share with
+Keras 2's (tandem.keras2.callbacks) is tandem.keras_common.callbacks':
 
 * BroadcastGlobalVariablesCallback: the root's model variables (weights and
   non-trainable state) and optimizer variables (slots, iterations, learning
@@ -41,14 +42,14 @@ import numpy as np
 
 import keras
 
-from tandem import _arrays, _basics, _collectives, _names, _objects, _ops, errors
+from tandem import _arrays, _basics, _names
 from tandem import process_sets as _ps
+from tandem.keras_common import callbacks as _impl
 
-# Names are numbered per process set (tandem._names.sequence): every member
-# of a set makes the same calls in the same order, so they agree across its
-# ranks, also when only some ranks call into a smaller set.
+# Numbered per process set (tandem._names.sequence): every member of a set
+# makes the same calls in the same order, so they agree across its ranks,
+# also when only some ranks call into a smaller set.
 _BROADCASTS = "keras.broadcast"
-_METRICS = "keras.metrics"
 
 
 def _is_rng_state(var):
@@ -71,6 +72,7 @@ def _variables_of(model, exclude_keys=()):
 
 
 def _key(var):
+    # Keras 3 variables have no ref(): the backend variable's identity.
     return id(getattr(var, "value", var)) if keras.backend.backend() != "tensorflow" \
         else getattr(getattr(var, "value", var), "_unique_id", id(var))
 
@@ -89,29 +91,12 @@ def broadcast_variables(variables, root_rank, process_set=_ps.global_process_set
             var.assign(value)
 
 
-class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
+class BroadcastGlobalVariablesCallback(_impl.BroadcastGlobalVariablesCallbackImpl,
+                                       keras.callbacks.Callback):
     """Broadcasts the model's and the optimizer's variables from ``root_rank``
     when training starts (see the module docstring for when exactly)."""
 
-    def __init__(self, root_rank, device="", local_variables=None):
-        super().__init__()
-        self.root_rank = root_rank
-        self.device = device  # accepted as in Horovod; the value lives where it lives
-        self.broadcast_done = False
-        self._local_keys = set()
-        if local_variables is None:
-            local_variables = []
-        elif not isinstance(local_variables, (list, tuple, set)):
-            local_variables = [local_variables]
-        for var in local_variables:
-            self.register_local_var(var)
-
-    def register_local_var(self, var):
-        """A variable the broadcast leaves alone (worker-local state)."""
-        if not hasattr(var, "assign"):
-            raise ValueError("All local variables must be variables; got %s"
-                             % type(var).__name__)
-        self._local_keys.add(_key(var))
+    _key = staticmethod(_key)
 
     def _built(self):
         """Whether everything to broadcast exists. Keras 3 under TensorFlow
@@ -140,45 +125,20 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
             self._broadcast()
 
 
+def _log_value(value):
+    return float(np.asarray(keras.ops.convert_to_numpy(value)))
+
+
 def average_logs(logs, process_set=_ps.global_process_set):
     """Replaces every value of ``logs`` by its mean over the set, in place."""
-    if logs is None:
-        return logs
-    set_id = _ps.ident(process_set, "MetricAverageCallback")
-    call = _names.sequence(_METRICS, set_id)
-    keys = sorted(logs)
-    everyone = _objects.allgather_object(keys, "keras.MetricAverageCallback.%d.names" % call,
-                                         set_id)
-    if any(k != keys for k in everyone):
-        ranks = _collectives.process_set_ranks(set_id)
-        raise errors.make(
-            "TANDEM_ERR_MISMATCH",
-            "MetricAverageCallback: the ranks logged different metrics (%s): every rank must "
-            "compile the same metrics and see the same callbacks before this one"
-            % "; ".join("rank %d: %s" % (r, ", ".join(k) or "none")
-                        for r, k in zip(ranks, everyone)))
-    if not keys:
-        return logs
-    values = np.array([float(np.asarray(keras.ops.convert_to_numpy(logs[k])))
-                       for k in keys], dtype=np.float64)
-    mean = _arrays.start_allreduce("keras.MetricAverageCallback.%d" % call, values,
-                                   _ops.Average, process_set=set_id).wait()
-    for key, value in zip(keys, mean):
-        logs[key] = float(value)
-    return logs
+    return _impl.average_logs(logs, _log_value, process_set)
 
 
-class MetricAverageCallback(keras.callbacks.Callback):
-    """Averages every metric of the epoch's logs over the ranks, in place, so
-    callbacks after it (ReduceLROnPlateau, checkpoints, History) see the mean.
-    """
+class MetricAverageCallback(_impl.MetricAverageCallbackImpl, keras.callbacks.Callback):
+    """Averages every metric of the epoch's logs over the ranks, in place
+    (tandem.keras_common.callbacks.MetricAverageCallbackImpl)."""
 
-    def __init__(self, device=""):
-        super().__init__()
-        self.device = device
-
-    def on_epoch_end(self, epoch, logs=None):
-        average_logs(logs)
+    _log_value = staticmethod(_log_value)
 
 
 def _learning_rate(optimizer, what):
@@ -191,114 +151,30 @@ def _learning_rate(optimizer, what):
     return float(np.asarray(keras.ops.convert_to_numpy(value)))
 
 
-def _momentum_buffers(optimizer):
-    """The optimizer variables whose update carries the learning rate as a
-    factor (scaling them by r is the step with momentum * r), or None when
-    the optimizer has no such buffers Tandem knows of."""
-    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # LossScaleOptimizer
-    momentum = getattr(optimizer, "momentum", None)
-    if not momentum:
-        return None
-    if isinstance(optimizer, keras.optimizers.SGD):
-        return [m for m in getattr(optimizer, "momentums", []) if m is not None]
-    if isinstance(optimizer, keras.optimizers.RMSprop):
-        return [m for m in getattr(optimizer, "_momentums", []) if m is not None]
-    return None
+class LearningRateScheduleCallback(_impl.LearningRateScheduleCallbackImpl,
+                                   keras.callbacks.Callback):
+    """Horovod's learning-rate schedule
+    (tandem.keras_common.callbacks.LearningRateScheduleCallbackImpl) on a
+    Keras 3 optimizer's ``learning_rate`` variable."""
+
+    def _get_lr(self):
+        return _learning_rate(self.model.optimizer, self.__class__.__name__)
+
+    def _set_lr(self, value):
+        # A variable: a compiled train step sees the new value.
+        self.model.optimizer.learning_rate = value
+
+    def _correct_momentum(self, old_lr, new_lr):
+        # Keras 3 optimizers read ``momentum`` as a Python float fixed when
+        # the step is compiled: Horovod's way (setting it for one batch)
+        # would not reach a compiled step.
+        _impl.scale_momentum_buffers(self.model.optimizer, keras.optimizers, old_lr, new_lr)
 
 
-class LearningRateScheduleCallback(keras.callbacks.Callback):
-    """Sets the learning rate to ``initial_lr * multiplier(epoch)`` from
-    ``start_epoch`` up to (not including) ``end_epoch``; ``multiplier`` is a
-    constant (exponential: ``multiplier ** (epoch - start_epoch)``) or a
-    function of the epoch. ``staircase=True``: at the first batch of every
-    epoch, integer epoch; otherwise at every batch, with the fractional epoch
-    ``epoch + batch / steps_per_epoch``."""
-
-    def __init__(self, initial_lr, multiplier, start_epoch=0, end_epoch=None, staircase=True,
-                 momentum_correction=True, steps_per_epoch=None):
-        super().__init__()
-        if initial_lr is None:
-            raise ValueError("Parameter `initial_lr` is required")
-        self.initial_lr = initial_lr
-        self.start_epoch = start_epoch
-        self.end_epoch = end_epoch
-        self.staircase = staircase
-        self.momentum_correction = momentum_correction
-        self.steps_per_epoch = steps_per_epoch
-        self.current_epoch = None
-        if not callable(multiplier):
-            factor = multiplier
-            self.multiplier = lambda epoch: factor ** (epoch - start_epoch)
-        else:
-            self.multiplier = multiplier
-
-    def _autodetect_steps_per_epoch(self):
-        params = self.params or {}
-        if params.get("steps"):
-            return params["steps"]
-        if params.get("samples") and params.get("batch_size"):
-            return params["samples"] // params["batch_size"]
-        raise ValueError("Could not autodetect the number of steps per epoch (model.fit "
-                         "knows no `steps` here, e.g. a dataset of unknown length). Please "
-                         "specify the steps_per_epoch parameter to the %s()"
-                         % self.__class__.__name__)
-
-    def _adjust_learning_rate(self, epoch):
-        optimizer = self.model.optimizer
-        old_lr = _learning_rate(optimizer, self.__class__.__name__)
-        new_lr = self.initial_lr * self.multiplier(epoch)
-        optimizer.learning_rate = new_lr
-        if self.momentum_correction and old_lr != 0 and new_lr != old_lr:
-            buffers = _momentum_buffers(optimizer)
-            if buffers:
-                ratio = new_lr / old_lr
-                for buffer in buffers:
-                    buffer.assign(buffer * ratio)
-
-    def on_train_begin(self, logs=None):
-        if not self.staircase and not self.steps_per_epoch:
-            self.steps_per_epoch = self._autodetect_steps_per_epoch()
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.current_epoch = epoch
-
-    def on_batch_begin(self, batch, logs=None):
-        if (self.current_epoch < self.start_epoch or
-                (self.end_epoch is not None and self.current_epoch >= self.end_epoch)):
-            return
-        if self.staircase and batch == 0:
-            self._adjust_learning_rate(self.current_epoch)
-        elif not self.staircase:
-            self._adjust_learning_rate(self.current_epoch + float(batch) / self.steps_per_epoch)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["lr"] = _learning_rate(self.model.optimizer, self.__class__.__name__)
-
-
-class LearningRateWarmupCallback(LearningRateScheduleCallback):
-    """Gradual warmup (Goyal et al. 2017): ``initial_lr / size`` at the start
-    to ``initial_lr`` after ``warmup_epochs``, adjusted every batch:
-    ``lr = initial_lr / size * (epoch' * (size - 1) / warmup_epochs + 1)``
-    with ``epoch' = epoch + (batch + 1) / steps_per_epoch``."""
-
-    def __init__(self, initial_lr, warmup_epochs=5, momentum_correction=True,
-                 steps_per_epoch=None, verbose=0):
-        def multiplier(epoch):
-            epoch += 1.0 / self.steps_per_epoch
-            size = _basics.size()
-            return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
-
-        super().__init__(initial_lr, multiplier, start_epoch=0, end_epoch=warmup_epochs,
-                         staircase=False, momentum_correction=momentum_correction,
-                         steps_per_epoch=steps_per_epoch)
-        self.verbose = verbose
-
-    def on_epoch_end(self, epoch, logs=None):
-        super().on_epoch_end(epoch, logs)
-        if epoch == self.end_epoch - 1 and self.verbose > 0 and _basics.rank() == 0:
-            print("\nEpoch %d: finished gradual learning rate warmup to %g."
-                  % (epoch + 1, _learning_rate(self.model.optimizer, "warmup")))
+class LearningRateWarmupCallback(_impl.LearningRateWarmupCallbackImpl,
+                                 LearningRateScheduleCallback):
+    """Horovod's gradual warmup
+    (tandem.keras_common.callbacks.LearningRateWarmupCallbackImpl) on Keras 3."""
 
 
 class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):

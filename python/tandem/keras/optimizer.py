@@ -32,6 +32,7 @@ from tandem import _ops
 from tandem import process_sets as _ps
 from tandem.keras import _backend
 from tandem.keras.compression import Compression
+from tandem.keras_common import optimizer as _common
 
 
 class _Settings:
@@ -281,25 +282,8 @@ def _check_arguments(optimizer, op, gradient_predivide_factor, backward_passes_p
     if isinstance(optimizer, _DistributedMixin):
         raise ValueError("the optimizer is already a DistributedOptimizer; wrap the plain "
                          "optimizer once")
-    if op not in (_ops.Average, _ops.Sum):
-        raise ValueError("op currently only supports Average and Sum")
-    if gradient_predivide_factor != 1.0 and op != _ops.Average:
-        raise ValueError("gradient_predivide_factor applies to op=Average only")
-    if gradient_predivide_factor <= 0:
-        raise ValueError("gradient_predivide_factor must be positive, got %r"
-                         % (gradient_predivide_factor,))
-    if int(backward_passes_per_step) < 1:
-        raise ValueError("backward_passes_per_step must be at least 1, got %r"
-                         % (backward_passes_per_step,))
     groups = _ops.groups_from(num_groups, groups)
-    if groups is not None:
-        if isinstance(groups, bool) or not (isinstance(groups, list) or
-                                            (isinstance(groups, int) and groups > 0)):
-            raise ValueError("groups should be a non-negative integer or a list of list of "
-                             "variables")
-        if isinstance(groups, list) and not all(isinstance(g, (list, tuple)) for g in groups):
-            raise ValueError("groups should be a non-negative integer or a list of list of "
-                             "variables")
+    _common.check_arguments(op, gradient_predivide_factor, backward_passes_per_step, groups)
     _ps.ident(process_set, "DistributedOptimizer")
     _backend.check_supported("DistributedOptimizer")
     return groups
@@ -338,24 +322,8 @@ def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sp
                                 scale_local_gradients=True):
     """DistributedOptimizer whose ``local_layers`` keep their own gradients
     (not reduced; divided by the set size when scale_local_gradients)."""
-    if local_layers is None:
-        local_layers = []
-    elif isinstance(local_layers, keras.layers.Layer):
-        local_layers = [local_layers]
-    elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
-        raise ValueError("All local layers must be of keras.layers.Layer type.")
-    opt = DistributedOptimizer(optimizer, name=name, device_dense=device_dense,
-                               device_sparse=device_sparse, compression=compression,
-                               sparse_as_dense=sparse_as_dense,
-                               gradient_predivide_factor=gradient_predivide_factor, op=op,
-                               backward_passes_per_step=backward_passes_per_step,
-                               average_aggregated_gradients=average_aggregated_gradients,
-                               groups=groups, process_set=process_set,
-                               scale_local_gradients=scale_local_gradients)
-    for layer in local_layers:
-        for var in layer.trainable_weights:
-            opt.register_local_var(var)
-    return opt
+    return _common.partial_distributed(DistributedOptimizer, locals(), keras.layers.Layer,
+                                       "keras.layers.Layer")
 
 
 def is_distributed(optimizer):

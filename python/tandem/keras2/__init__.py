@@ -30,6 +30,7 @@ from tandem.tensorflow import (  # noqa: E402
 )
 from tandem.tensorflow.compression import Compression  # noqa: E402
 from tandem.keras2 import callbacks, optimizer as _optimizer  # noqa: E402
+from tandem.keras_common import optimizer as _common  # noqa: E402
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
@@ -72,23 +73,8 @@ def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sp
                                 scale_local_gradients=True):
     """DistributedOptimizer whose ``local_layers`` keep their own gradients
     (not reduced; divided by the set size when scale_local_gradients)."""
-    if local_layers is None:
-        local_layers = []
-    elif isinstance(local_layers, _keras.layers.Layer):
-        local_layers = [local_layers]
-    elif not all(isinstance(layer, _keras.layers.Layer) for layer in local_layers):
-        raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
-    opt = DistributedOptimizer(optimizer, name=name, compression=compression,
-                               sparse_as_dense=sparse_as_dense,
-                               gradient_predivide_factor=gradient_predivide_factor, op=op,
-                               backward_passes_per_step=backward_passes_per_step,
-                               average_aggregated_gradients=average_aggregated_gradients,
-                               groups=groups, process_set=process_set,
-                               scale_local_gradients=scale_local_gradients)
-    for layer in local_layers:
-        for var in layer.trainable_weights:
-            opt.register_local_var(var)
-    return opt
+    return _common.partial_distributed(DistributedOptimizer, locals(), _keras.layers.Layer,
+                                       "tf.keras.layers.Layer")
 
 
 def broadcast_global_variables(root_rank):
@@ -154,3 +140,10 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
         objects[cls.__name__] = wrapper
     objects.update(custom_objects or {})
     return _keras.models.load_model(filepath, custom_objects=objects)
+
+
+def __getattr__(name):  # PEP 562: hvd.elastic is imported on first use
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

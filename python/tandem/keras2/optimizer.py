@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from tandem import _ops
 from tandem import process_sets as _ps
+from tandem.keras_common import optimizer as _common
 from tandem.tensorflow import gradient_tape as _tape
 
 
@@ -182,7 +183,7 @@ def is_distributed(optimizer):
     return isinstance(optimizer, _DistributedMixin)
 
 
-def _check(keras, optimizer, op, gradient_predivide_factor, backward_passes_per_step):
+def _check_optimizer(keras, optimizer):
     families = tuple(c for c in (getattr(keras.optimizers, "Optimizer", None),
                                  getattr(getattr(keras.optimizers, "legacy", None), "Optimizer",
                                          None)) if c is not None)
@@ -194,14 +195,6 @@ def _check(keras, optimizer, op, gradient_predivide_factor, backward_passes_per_
     if is_distributed(optimizer):
         raise ValueError("the optimizer is already a DistributedOptimizer; wrap the plain "
                          "optimizer once")
-    if op == _ops.Adasum:
-        raise ValueError("op == Adasum is not supported yet with Keras")
-    if op not in (_ops.Average, _ops.Sum):
-        raise ValueError("op currently only supports Average and Sum")
-    if gradient_predivide_factor != 1.0 and op != _ops.Average:
-        raise ValueError("gradient_predivide_factor not supported with op != Average")
-    if int(backward_passes_per_step) < 1:
-        raise ValueError("backward_passes_per_step must be > 0")
 
 
 def create(keras, optimizer, name=None, compression=None, sparse_as_dense=False,
@@ -209,7 +202,8 @@ def create(keras, optimizer, name=None, compression=None, sparse_as_dense=False,
            average_aggregated_gradients=False, groups=None,
            process_set=_ps.global_process_set, scale_local_gradients=True):
     """The distributed optimizer of ``optimizer``'s class (see the module)."""
-    _check(keras, optimizer, op, gradient_predivide_factor, backward_passes_per_step)
+    _check_optimizer(keras, optimizer)
+    _common.check_arguments(op, gradient_predivide_factor, backward_passes_per_step, groups)
     _ps.ident(process_set, "DistributedOptimizer")
     settings = {
         "name": name, "compression": compression, "sparse_as_dense": bool(sparse_as_dense),

@@ -8,8 +8,6 @@ One job per world size runs all checks; each test asserts that one check
 passed on every rank, so a failure names what broke.
 """
 
-import re
-
 import pytest
 
 from tandem._which_keras import keras2
@@ -19,6 +17,7 @@ if keras2() is None:
                 "tf_keras with TF_USE_LEGACY_KERAS=1, or TensorFlow <= 2.15)",
                 allow_module_level=True)
 
+from conftest import assert_passed
 from workers import check_keras2
 
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -34,11 +33,4 @@ def job(ranks, np):
 @pytest.mark.parametrize("np,name", [(np, fn.__name__) for np in (1, 2, 3)
                                      for fn in check_keras2.CHECKS if np >= fn.min_size])
 def test_check_passes_on_every_rank(ranks, np, name):
-    result = job(ranks, np)
-    output = result.stdout + result.stderr
-    failures = re.findall(r"^.*FAIL %s rank \d+: .*$" % name, result.stdout, re.M)
-    assert not failures, "\n".join(failures) + "\n" + output[-4000:]
-    passed = set(int(r) for r in re.findall(r"^(?:\[\d+\] )?PASS %s rank (\d+)$" % name,
-                                            result.stdout, re.M))
-    assert passed == set(range(np)), "check %s passed on ranks %s of %d; job exit %d:\n%s" % (
-        name, sorted(passed), np, result.returncode, output[-4000:])
+    assert_passed(job(ranks, np), np, name)

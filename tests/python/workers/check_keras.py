@@ -15,7 +15,7 @@ it says so by comparing against a value that differs between ranks only
 when there are several.
 """
 
-import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -27,73 +27,34 @@ import keras
 from keras import ops
 
 import horovod.keras as hvd
-from tandem import _objects
 from tandem.keras import _backend
 
 try:  # run as a script (tandem-run, srun): workers/ is sys.path[0]
-    from report import run_checks
+    import keras_checks
 except ImportError:  # imported by the pytest module to list the checks
-    from workers.report import run_checks
+    from workers import keras_checks
 
 BACKEND = keras.backend.backend()
-CHECKS = []
+CHECKS = keras_checks.Registry()
 
 
 def check(min_size=1, backends=("tensorflow", "torch")):
-    def register(fn):
-        fn.min_size = min_size
-        fn.backends = backends
-        CHECKS.append(fn)
-        return fn
-    return register
+    return CHECKS.check(min_size, backends=backends)
 
 
 # ------------------------------------------------------------------ helpers
-
-def contribution(rank, shape, step=0):
-    """What ``rank`` sends: small, rank-, element- and step-dependent."""
-    n = int(np.prod(shape)) if shape else 1
-    values = (np.arange(n) % 5) + rank + 1 + step
-    return values.reshape(shape).astype(np.float64)
-
-
-def mean_of_ranks(shape, step=0):
-    return np.mean([contribution(r, shape, step) for r in range(hvd.size())], axis=0)
-
-
-def sum_of_ranks(shape, step=0):
-    return np.sum([contribution(r, shape, step) for r in range(hvd.size())], axis=0)
-
+# (keras_checks: what each rank contributes, and the comparisons)
 
 def numpy(x):
     return np.asarray(ops.convert_to_numpy(x))
 
 
-def expect_equal(got, want, what, rtol=0.0):
-    got, want = numpy(got), np.asarray(want)
-    ok = got.shape == want.shape and (np.array_equal(got, want.astype(got.dtype)) if rtol == 0
-                                      else np.allclose(got, want, rtol=rtol, atol=rtol))
-    if not ok:
-        raise AssertionError("%s: got %s %s, expected %s %s" % (
-            what, got.shape, got.ravel()[:8].tolist(), want.shape, want.ravel()[:8].tolist()))
-
-
-_gathers = [0]
-
-
-def everyone(value):
-    """Every rank's ``value`` (any picklable), in rank order."""
-    _gathers[0] += 1
-    return _objects.allgather_object(value, "check_keras.gather.%d" % _gathers[0])
-
-
-def expect_same_on_every_rank(arrays, what):
-    mine = [numpy(a) for a in arrays]
-    for rank, theirs in enumerate(everyone(mine)):
-        for index, (a, b) in enumerate(zip(mine, theirs)):
-            if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
-                raise AssertionError("%s: array %d differs between rank %d and rank %d"
-                                     % (what, index, hvd.rank(), rank))
+contribution, mean_of_ranks, sum_of_ranks, everyone = (
+    keras_checks.contribution, keras_checks.mean_of_ranks, keras_checks.sum_of_ranks,
+    keras_checks.everyone)
+expect_equal = functools.partial(keras_checks.expect_equal, numpy=numpy)
+expect_same_on_every_rank = functools.partial(keras_checks.expect_same_on_every_rank,
+                                              numpy=numpy)
 
 
 def variables(shapes, dtype="float32"):
@@ -929,6 +890,23 @@ def load_model_on_root_then_broadcast():
 
 # ------------------------------------------------------------------ values
 
+# ------------------------------------------------------------------ elastic
+
+@check()
+def elastic_state_sync_restore_commit():
+    classes = [hvd.elastic.KerasState]
+    if BACKEND == "tensorflow":
+        import horovod.tensorflow.elastic
+        classes.append(horovod.tensorflow.elastic.TensorFlowKerasState)
+    for cls in classes:
+        keras_checks.elastic_state_sync_restore_commit(keras, cls, numpy)
+
+
+@check()
+def elastic_callbacks_in_fit():
+    keras_checks.elastic_callbacks_in_fit(keras, hvd, numpy)
+
+
 @check()
 def value_level_collectives():
     r, size = hvd.rank(), hvd.size()
@@ -962,14 +940,7 @@ def value_level_collectives():
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default="")
-    args = parser.parse_args()
-    hvd.init()
-    wanted = set(filter(None, args.only.split(",")))
-    checks = [c for c in CHECKS if (not wanted or c.__name__ in wanted)
-              and BACKEND in c.backends and hvd.size() >= c.min_size]
-    return run_checks(checks)
+    return CHECKS.main(hvd.init, lambda fn: BACKEND in fn.backends)
 
 
 if __name__ == "__main__":

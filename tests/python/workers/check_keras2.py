@@ -13,7 +13,6 @@ would pass without communication (one rank) the expected value is one that
 differs between ranks when there are several.
 """
 
-import argparse
 import os
 import sys
 import tempfile
@@ -22,66 +21,23 @@ import numpy as np
 import tensorflow as tf
 
 import horovod.tensorflow.keras as hvd
-from tandem import _objects
 from tandem._which_keras import keras2
 
 try:  # run as a script (tandem-run, srun): workers/ is sys.path[0]
-    from report import run_checks
+    import keras_checks
 except ImportError:  # imported by the pytest module to list the checks
-    from workers.report import run_checks
+    from workers import keras_checks
 
 keras = keras2()
-CHECKS = []
-
-
-def check(min_size=1):
-    def register(fn):
-        fn.min_size = min_size
-        CHECKS.append(fn)
-        return fn
-    return register
-
+CHECKS = keras_checks.Registry()
+check = CHECKS.check
 
 # ------------------------------------------------------------------ helpers
-
-def contribution(rank, shape, step=0):
-    n = int(np.prod(shape)) if shape else 1
-    return ((np.arange(n) % 5) + rank + 1 + step).reshape(shape).astype(np.float64)
-
-
-def mean_of_ranks(shape, step=0):
-    return np.mean([contribution(r, shape, step) for r in range(hvd.size())], axis=0)
-
-
-def sum_of_ranks(shape, step=0):
-    return np.sum([contribution(r, shape, step) for r in range(hvd.size())], axis=0)
-
-
-def expect_equal(got, want, what, rtol=0.0):
-    got, want = np.asarray(got), np.asarray(want)
-    ok = got.shape == want.shape and (np.array_equal(got, want.astype(got.dtype)) if rtol == 0
-                                      else np.allclose(got, want, rtol=rtol, atol=rtol))
-    if not ok:
-        raise AssertionError("%s: got %s %s, expected %s %s" % (
-            what, got.shape, got.ravel()[:8].tolist(), want.shape, want.ravel()[:8].tolist()))
-
-
-_gathers = [0]
-
-
-def everyone(value):
-    _gathers[0] += 1
-    return _objects.allgather_object(value, "check_keras2.gather.%d" % _gathers[0])
-
-
-def expect_same_on_every_rank(arrays, what):
-    mine = [np.asarray(a) for a in arrays]
-    for rank, theirs in enumerate(everyone(mine)):
-        for index, (a, b) in enumerate(zip(mine, theirs)):
-            if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
-                raise AssertionError("%s: array %d differs between rank %d and rank %d"
-                                     % (what, index, hvd.rank(), rank))
-
+# (keras_checks: what each rank contributes, and the comparisons)
+contribution, mean_of_ranks, sum_of_ranks = (
+    keras_checks.contribution, keras_checks.mean_of_ranks, keras_checks.sum_of_ranks)
+expect_equal, everyone, expect_same_on_every_rank = (
+    keras_checks.expect_equal, keras_checks.everyone, keras_checks.expect_same_on_every_rank)
 
 SHAPES = [(3, 4), (5,), (), (2, 1, 3)]
 
@@ -124,7 +80,7 @@ def modules_are_keras2():
     for name in hvd.__all__:
         if getattr(horovod.keras, name) is not getattr(hvd, name):
             raise AssertionError("horovod.keras.%s differs from horovod.tensorflow.keras's" % name)
-    if hvd.callbacks.MetricAverageCallback.__mro__[1] is not keras.callbacks.Callback:
+    if not issubclass(hvd.callbacks.MetricAverageCallback, keras.callbacks.Callback):
         raise AssertionError("callbacks are not %s callbacks" % keras.__name__)
     if tf.keras.Model is not keras.Model:
         raise AssertionError("tf.keras is not %s" % keras.__name__)
@@ -183,12 +139,16 @@ def op_sum_predivide_and_fp16():
     opt.minimize(linear_loss(variables), variables)
     for v, s in zip(variables, SHAPES):
         expect_equal(v.numpy(), -mean_of_ranks(s), "fp16 compression")
-    try:
-        hvd.DistributedOptimizer(keras.optimizers.SGD(1.0), op=hvd.Adasum)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("op=Adasum accepted")
+    # Horovod's refusals (tandem.keras_common.optimizer.check_arguments, as
+    # for Keras 3): each a ValueError at the call.
+    for bad in (dict(op=hvd.Adasum), dict(op=hvd.Sum, gradient_predivide_factor=2.0),
+                dict(gradient_predivide_factor=0.0), dict(backward_passes_per_step=0),
+                dict(groups=-1), dict(groups=[1, 2])):
+        try:
+            hvd.DistributedOptimizer(keras.optimizers.SGD(1.0), **bad)
+        except ValueError:
+            continue
+        raise AssertionError("DistributedOptimizer(%s) was accepted" % bad)
 
 
 @check()
@@ -464,6 +424,25 @@ def load_model_restores_a_distributed_optimizer():
             everyone(None)
 
 
+# ------------------------------------------------------------------ elastic
+
+@check()
+def elastic_state_sync_restore_commit():
+    import horovod.keras
+    import horovod.tensorflow.elastic
+    if horovod.keras.elastic.KerasState is not hvd.elastic.KerasState:
+        raise AssertionError("horovod.keras.elastic is not horovod.tensorflow.keras.elastic")
+    if not issubclass(hvd.elastic.KerasState, horovod.tensorflow.elastic.TensorFlowKerasState):
+        raise AssertionError("KerasState is not a TensorFlowKerasState, as in Horovod")
+    for cls in (hvd.elastic.KerasState, horovod.tensorflow.elastic.TensorFlowKerasState):
+        keras_checks.elastic_state_sync_restore_commit(keras, cls)
+
+
+@check()
+def elastic_callbacks_in_fit():
+    keras_checks.elastic_callbacks_in_fit(keras, hvd)
+
+
 @check()
 def value_level_collectives():
     r, size = hvd.rank(), hvd.size()
@@ -488,14 +467,7 @@ def value_level_collectives():
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default="")
-    args = parser.parse_args()
-    hvd.init()
-    wanted = set(filter(None, args.only.split(",")))
-    checks = [c for c in CHECKS if (not wanted or c.__name__ in wanted)
-              and hvd.size() >= c.min_size]
-    return run_checks(checks)
+    return CHECKS.main(hvd.init)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""An elastic Keras 3 training script for the fault drills: KerasState,
+"""An elastic Keras training script for the fault drills: KerasState,
 Horovod's CommitStateCallback, UpdateBatchStateCallback and
-UpdateEpochStateCallback around model.fit in hvd.elastic.run.
+UpdateEpochStateCallback around model.fit in hvd.elastic.run. The Keras is
+``tf.keras``, as a horovod.tensorflow.keras script has it: Keras 3, or
+Keras 2 (TF 2.15's, or tf_keras with TF_USE_LEGACY_KERAS=1).
 
     python elastic_keras.py OUT_DIR [--epochs E] [--steps-per-epoch S] [--fault KIND:RANK:STEP]
 
@@ -18,8 +20,7 @@ import signal
 import time
 
 import numpy as np
-
-import keras
+from tensorflow import keras
 
 import horovod.tensorflow.keras as hvd
 
@@ -27,11 +28,11 @@ parser = argparse.ArgumentParser()
 parser.add_argument("out")
 parser.add_argument("--epochs", type=int, default=4)
 parser.add_argument("--steps-per-epoch", type=int, default=10)
-# Commits at epoch ends (CommitStateCallback commits there too): Keras 3's
-# fit() fixes the steps of every epoch before any callback runs, so
-# UpdateBatchStateCallback cannot shorten the epoch that resumes after a
-# mid-epoch commit (docs/elastic.md); from an epoch end the resumed run
-# takes exactly the unfaulted run's steps.
+# Commits at epoch ends (CommitStateCallback commits there too): fit() (Keras
+# 3, and Keras 2 on TF 2) fixes the steps of every epoch before any callback
+# runs, so UpdateBatchStateCallback cannot shorten the epoch that resumes
+# after a mid-epoch commit (docs/elastic.md); from an epoch end the resumed
+# run takes exactly the unfaulted run's steps.
 parser.add_argument("--batches-per-commit", type=int, default=0)
 parser.add_argument("--step-sleep", type=float, default=0.0)
 parser.add_argument("--fault", default="")

@@ -1,7 +1,7 @@
-"""``horovod.tensorflow.keras.elastic`` on Tandem: KerasState, the commit, batch and
-epoch callbacks, run (Keras 3; docs/elastic.md)."""
+"""``horovod.tensorflow.keras.elastic`` on Tandem: the same names as
+``horovod.keras.elastic``, which picks the Keras in use."""
 
-from tandem.keras.elastic import (
+from horovod.keras.elastic import (
     CommitStateCallback, KerasState, UpdateBatchStateCallback, UpdateEpochStateCallback, run,
 )
 
