@@ -30,7 +30,10 @@ Setter path_setter(std::string Config::*field, bool may_be_empty) {
 Setter one_of_setter(std::string Config::*field, std::vector<std::string> allowed) {
   return [field, allowed](Config& c, const std::string& v) {
     for (const auto& a : allowed) {
-      if (v == a) { c.*field = v; return; }
+      if (v == a) {
+        c.*field = v;
+        return;
+      }
     }
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -43,9 +46,7 @@ Setter policy_setter(const char* key) {
   return [key](Config& c, const std::string& v) {
     try {
       tandem::planner::parse_policy_value(c.policy, key, v);
-    } catch (const tandem::planner::PlanError& e) {
-      throw PluginError(e.what());
-    }
+    } catch (const tandem::planner::PlanError& e) { throw PluginError(e.what()); }
   };
 }
 
@@ -59,13 +60,15 @@ const std::vector<Key>& keys() {
       {"default", "mode without --horovod: off, on, verbose",
        [](Config& c, const std::string& v) {
          auto m = parse_mode(v);
-         if (!m) throw PluginError(std::string("expected one of ") + kModeValues + ", found '" + v + "'");
+         if (!m)
+           throw PluginError(std::string("expected one of ") + kModeValues + ", found '" + v + "'");
          c.default_mode = *m;
        }},
       {"topology", "hwloc XML file instead of the node's topology",
        path_setter(&Config::topology_xml, true)},
       {"binding", "binding policy: auto, none", one_of_setter(&Config::binding, {"auto", "none"})},
-      {"visible", "GPUs each task sees: all (own one at index local_rank), own", policy_setter("visible")},
+      {"visible", "GPUs each task sees: all (own one at index local_rank), own",
+       policy_setter("visible")},
       {"membind", "bind memory to the task's NUMA node: on, off", policy_setter("membind")},
       {"nics", "NICs binding may choose: NAME[,NAME...] or any", policy_setter("nics")},
   };
@@ -92,8 +95,8 @@ Config parse_config(const std::vector<std::string>& args) {
   for (const auto& arg : args) {
     const auto eq = arg.find('=');
     if (eq == std::string::npos) {
-      throw PluginError("plugstack.conf argument '" + arg + "' is not key=value (keys: " +
-                        config_keys() + ")");
+      throw PluginError("plugstack.conf argument '" + arg +
+                        "' is not key=value (keys: " + config_keys() + ")");
     }
     const std::string name = arg.substr(0, eq);
     const std::string value = arg.substr(eq + 1);

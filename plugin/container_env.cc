@@ -24,7 +24,9 @@ bool inside(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-std::string preload_path(const Config& config) { return dir_of(config.engine_path) + "/libtandem-preload.so"; }
+std::string preload_path(const Config& config) {
+  return dir_of(config.engine_path) + "/libtandem-preload.so";
+}
 
 std::string engine_dir(const Config& config) { return dir_of(config.engine_path); }
 

@@ -32,8 +32,9 @@ std::string elastic_dir() {
   if (const char* d = std::getenv("TANDEM_ELASTIC_DIR"); d && *d) return d;
   const char* home = std::getenv("HOME");
   if (!home || !*home)
-    throw PluginError("--horovod=elastic: neither TANDEM_ELASTIC_DIR nor HOME is set: set "
-                      "TANDEM_ELASTIC_DIR to a folder of yours that srun can write");
+    throw PluginError(
+        "--horovod=elastic: neither TANDEM_ELASTIC_DIR nor HOME is set: set "
+        "TANDEM_ELASTIC_DIR to a folder of yours that srun can write");
   return std::string(home) + "/.tandem/elastic";
 }
 
@@ -42,7 +43,10 @@ void make_private_dir(const std::string& path) {
   std::stringstream parts(path);
   std::string item;
   while (std::getline(parts, item, '/')) {
-    if (item.empty()) { partial = "/"; continue; }
+    if (item.empty()) {
+      partial = "/";
+      continue;
+    }
     partial += (partial.empty() || partial.back() == '/' ? "" : "/") + item;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
       throw PluginError("--horovod=elastic: cannot make " + partial + ": " + std::strerror(errno) +
@@ -65,9 +69,7 @@ bool service_answers(const ServiceAddress& a) {
     tandem::HostPort hp{a.host, a.port};
     tandem::connect_until(hp, tandem::Clock::now() + std::chrono::seconds(2));
     return true;
-  } catch (const tandem::Error&) {
-    return false;
-  }
+  } catch (const tandem::Error&) { return false; }
 }
 
 void export_to_tasks(const char* name, const std::string& value) {
@@ -109,8 +111,7 @@ std::string format_service_address(const ServiceAddress& a) {
 
 ElasticJob::ElasticJob(uint32_t job_id, uint32_t step_id, uint32_t tasks) {
   const std::string dir = elastic_dir();
-  const std::string file =
-      elastic_job_file(dir, env_or("SLURM_CLUSTER_NAME", "cluster"), job_id);
+  const std::string file = elastic_job_file(dir, env_or("SLURM_CLUSTER_NAME", "cluster"), job_id);
   std::ifstream in(file);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (auto running = parse_service_address(text); running && service_answers(*running)) {

@@ -51,9 +51,8 @@ TaskIdentity compute_identity(const StepLayout& l, uint32_t rank, uint32_t local
     throw PluginError("inconsistent step layout from Slurm: " + std::to_string(l.nnodes) +
                       " nodes, " + std::to_string(l.size) + " tasks, " +
                       std::to_string(l.tasks_per_node.size()) + " per-node counts adding up to " +
-                      std::to_string(total) + ", node " + std::to_string(l.node_id) +
-                      ", rank " + std::to_string(rank) + ", local rank " +
-                      std::to_string(local_rank));
+                      std::to_string(total) + ", node " + std::to_string(l.node_id) + ", rank " +
+                      std::to_string(rank) + ", local rank " + std::to_string(local_rank));
   }
   TaskIdentity id;
   id.rank = rank;

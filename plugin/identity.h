@@ -17,9 +17,9 @@
 namespace tandem::plugin {
 
 struct StepLayout {
-  uint32_t size = 0;        // tasks in the step
-  uint32_t node_id = 0;     // this node's index among the step's nodes
-  uint32_t nnodes = 0;      // nodes in the step
+  uint32_t size = 0;                     // tasks in the step
+  uint32_t node_id = 0;                  // this node's index among the step's nodes
+  uint32_t nnodes = 0;                   // nodes in the step
   std::vector<uint32_t> tasks_per_node;  // indexed by node id
 };
 

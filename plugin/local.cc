@@ -32,11 +32,15 @@ void elastic_init(const SrunArgs& args, PluginState& st) {
   const char* env_k = std::getenv("SLURM_KILL_BAD_EXIT");
   const std::string k = args.kill_on_bad_exit ? *args.kill_on_bad_exit : (env_k ? env_k : "0");
   if (k != "0")
-    throw PluginError("--horovod=elastic keeps the step alive when a task fails, but "
-                      "--kill-on-bad-exit=" + k + " (or SLURM_KILL_BAD_EXIT) asks srun to end it: "
-                      "drop --kill-on-bad-exit");
+    throw PluginError(
+        "--horovod=elastic keeps the step alive when a task fails, but "
+        "--kill-on-bad-exit=" +
+        k +
+        " (or SLURM_KILL_BAD_EXIT) asks srun to end it: "
+        "drop --kill-on-bad-exit");
   if (setenv("SLURM_KILL_BAD_EXIT", "0", 1) != 0 || setenv("SLURM_NO_KILL", "set", 1) != 0)
-    throw PluginError("could not set SLURM_KILL_BAD_EXIT=0 and SLURM_NO_KILL=set for --horovod=elastic");
+    throw PluginError(
+        "could not set SLURM_KILL_BAD_EXIT=0 and SLURM_NO_KILL=set for --horovod=elastic");
   st.elastic_step = true;
 }
 
@@ -94,9 +98,10 @@ void local_init_post_opt(spank_t /*sp*/, PluginState& st) {
   if (mode_enabled(mode)) configure_log_from_process_environment(true);
   if (mode_elastic(mode)) {
     if (!st.elastic_step)
-      throw PluginError("--horovod=elastic was seen too late to keep the step alive on failures "
-                        "(srun reads --no-kill and --kill-on-bad-exit first): put --horovod "
-                        "before the command");
+      throw PluginError(
+          "--horovod=elastic was seen too late to keep the step alive on failures "
+          "(srun reads --no-kill and --kill-on-bad-exit first): put --horovod "
+          "before the command");
     return;
   }
   if (!mode_enabled(mode)) return;

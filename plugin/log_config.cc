@@ -13,9 +13,7 @@ log::Config log_config_from(const TaskEnv& env) {
   const std::string horovod = get(log::kHorovodLevelVariable);
   try {
     return log::parse_config(level.c_str(), subsystems.c_str(), horovod.c_str());
-  } catch (const InvalidArgument& e) {
-    throw PluginError(e.what());
-  }
+  } catch (const InvalidArgument& e) { throw PluginError(e.what()); }
 }
 
 }  // namespace tandem::plugin

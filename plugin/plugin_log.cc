@@ -39,7 +39,8 @@ void slurm_sink(const log::Record& r) {
 
 // In a task: its stderr (srun forwards it), errors as "tandem: <message>".
 void task_sink(const log::Record& r) {
-  if (r.level == log::Level::kError) write_line(std::string(kPluginName) + ": " + std::string(r.message));
+  if (r.level == log::Level::kError)
+    write_line(std::string(kPluginName) + ": " + std::string(r.message));
   else write_line(log::format(r));
 }
 

@@ -57,8 +57,9 @@ void export_elastic(const TaskIdentity& id, uint32_t step, TaskEnv& env) {
     const auto host = env.get("SLURM_SRUN_COMM_HOST");
     const auto port = env.get("TANDEM_ELASTIC_PORT");
     if (!host || !port)
-      throw PluginError("--horovod=elastic: the task has no SLURM_SRUN_COMM_HOST or "
-                        "TANDEM_ELASTIC_PORT to reach the membership service in srun");
+      throw PluginError(
+          "--horovod=elastic: the task has no SLURM_SRUN_COMM_HOST or "
+          "TANDEM_ELASTIC_PORT to reach the membership service in srun");
     const bool v6 = host->find(':') != std::string::npos;
     env.set("TANDEM_ELASTIC_ADDR", (v6 ? "[" + *host + "]" : *host) + ":" + *port);
   }
@@ -91,9 +92,7 @@ void remote_user_init(spank_t sp, PluginState& st) {
   if (st.config.binding == "none" || !st.config.topology_xml.empty()) return;
   try {
     st.node_topology = planner::LoadedTopology::live_shared();
-  } catch (const std::exception&) {
-    st.node_topology.reset();
-  }
+  } catch (const std::exception&) { st.node_topology.reset(); }
 }
 
 void remote_task_init(spank_t sp, PluginState& st) {
@@ -117,7 +116,8 @@ void remote_task_init(spank_t sp, PluginState& st) {
       bind_task(st.config, id, env, st.node_topology ? &*st.node_topology : nullptr);
   if (!st.torch) throw PluginError("internal: torch.distributed's rendezvous was not prepared");
   export_torch_env(id, *st.torch, env);
-  export_container_env(st.config, id, st.torch->master_addr, item<uint32_t>(sp, S_JOB_ID, "the job id"),
+  export_container_env(st.config, id, st.torch->master_addr,
+                       item<uint32_t>(sp, S_JOB_ID, "the job id"),
                        item<uint32_t>(sp, S_JOB_STEPID, "the step id"), env);
   // --horovod=verbose's line is that option's output, in its own format
   // (docs/plugin.md); TANDEM_LOG=info gives the same facts as a log line.

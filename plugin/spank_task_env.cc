@@ -9,7 +9,8 @@ namespace tandem::plugin {
 std::optional<std::string> SpankTaskEnv::get(const std::string& name) const {
   std::vector<char> buf(4096);
   for (;;) {
-    const spank_err_t rc = spank_getenv(sp_, name.c_str(), buf.data(), static_cast<int>(buf.size()));
+    const spank_err_t rc =
+        spank_getenv(sp_, name.c_str(), buf.data(), static_cast<int>(buf.size()));
     if (rc == ESPANK_SUCCESS) return std::string(buf.data());
     if (rc == ESPANK_ENV_NOEXIST) return std::nullopt;
     if (rc != ESPANK_NOSPACE || buf.size() > (1u << 24)) {

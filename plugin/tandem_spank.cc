@@ -37,9 +37,7 @@ int guarded(const char* hook, F&& body) {
     TANDEM_ERROR(plugin, "%s", e.what());
   } catch (const std::exception& e) {
     TANDEM_ERROR(plugin, "internal error in %s: %s", hook, e.what());
-  } catch (...) {
-    TANDEM_ERROR(plugin, "internal error in %s", hook);
-  }
+  } catch (...) { TANDEM_ERROR(plugin, "internal error in %s", hook); }
   return -1;
 }
 

@@ -40,7 +40,8 @@ std::vector<std::string> split_commas(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!item.empty()) out.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -52,7 +53,8 @@ int to_index(const std::string& var, const std::string& text, const std::string&
   int value = -1;
   auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
   if (ec != std::errc() || end != item.data() + item.size() || value < 0) {
-    throw PluginError(var + "='" + text + "' is not a list of GPU indices: cannot plan GPU binding");
+    throw PluginError(var + "='" + text +
+                      "' is not a list of GPU indices: cannot plan GPU binding");
   }
   return value;
 }
@@ -65,7 +67,8 @@ std::vector<int> indices(const std::string& var, const std::string& text) {
 
 bool user_bound_cpus(const TaskEnv& env) {
   const std::string type = env.get("SLURM_CPU_BIND_TYPE").value_or("");
-  for (const char* explicit_type : {"map_cpu", "map_ldom", "mask_ldom", "rank_ldom", "rank", "none"}) {
+  for (const char* explicit_type :
+       {"map_cpu", "map_ldom", "mask_ldom", "rank_ldom", "rank", "none"}) {
     if (type.find(explicit_type) != std::string::npos) return true;
   }
   return false;
@@ -76,7 +79,8 @@ tp::CpuSet current_affinity() {
   CPU_ZERO(&mask);
   std::vector<int> cpus;
   if (sched_getaffinity(0, sizeof mask, &mask) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
   }
   return tp::CpuSet(std::move(cpus));
 }
@@ -86,12 +90,14 @@ tp::CpuSet current_affinity() {
 void read_gpus(const TaskEnv& env, tp::PlanRequest& request, tp::TaskState& self) {
   const auto step = env.get("SLURM_STEP_GPUS");
   const auto visible = env.get("CUDA_VISIBLE_DEVICES");
-  request.user.gpus = env.get("SLURM_GPUS_PER_TASK").has_value() || env.get("SLURM_GPU_BIND").has_value();
+  request.user.gpus =
+      env.get("SLURM_GPUS_PER_TASK").has_value() || env.get("SLURM_GPU_BIND").has_value();
   if (!step && !visible) {
     request.step_gpus = std::vector<int>{};
     return;
   }
-  request.step_gpus = indices(step ? "SLURM_STEP_GPUS" : "CUDA_VISIBLE_DEVICES", step ? *step : *visible);
+  request.step_gpus =
+      indices(step ? "SLURM_STEP_GPUS" : "CUDA_VISIBLE_DEVICES", step ? *step : *visible);
   if (!visible) return;
   std::vector<std::string> tokens = split_commas(*visible);
   if (request.user.gpus) {
@@ -100,13 +106,16 @@ void read_gpus(const TaskEnv& env, tp::PlanRequest& request, tp::TaskState& self
     std::vector<int> own = indices("CUDA_VISIBLE_DEVICES", *visible);
     bool global = true;
     for (int i : own) {
-      if (std::find(request.step_gpus->begin(), request.step_gpus->end(), i) == request.step_gpus->end()) global = false;
+      if (std::find(request.step_gpus->begin(), request.step_gpus->end(), i) ==
+          request.step_gpus->end())
+        global = false;
     }
     if (!global) {
       for (int& i : own) {
         if (i >= static_cast<int>(request.step_gpus->size())) {
-          throw PluginError("CUDA_VISIBLE_DEVICES='" + *visible + "' does not match SLURM_STEP_GPUS='" +
-                            step.value_or("") + "': cannot tell which GPUs this task has");
+          throw PluginError("CUDA_VISIBLE_DEVICES='" + *visible +
+                            "' does not match SLURM_STEP_GPUS='" + step.value_or("") +
+                            "': cannot tell which GPUs this task has");
         }
         i = (*request.step_gpus)[i];
       }
@@ -132,9 +141,10 @@ BindingResult bind_task(const Config& config, const TaskIdentity& id, TaskEnv& e
   try {
     // The node's copy, cut to this task's cgroup, is what a live load here
     // would read, without each task of the node discovering it again.
-    tp::LoadedTopology topology = !config.topology_xml.empty() ? tp::LoadedTopology::from_xml(config.topology_xml)
-                                  : node_topology            ? node_topology->for_this_process()
-                                                             : tp::LoadedTopology::live();
+    tp::LoadedTopology topology = !config.topology_xml.empty()
+                                      ? tp::LoadedTopology::from_xml(config.topology_xml)
+                                  : node_topology ? node_topology->for_this_process()
+                                                  : tp::LoadedTopology::live();
     tp::PlanRequest request;
     request.local_tasks = static_cast<int>(id.local_size);
     request.policy = config.policy;
@@ -161,10 +171,9 @@ BindingResult bind_task(const Config& config, const TaskIdentity& id, TaskEnv& e
     for (const std::string& warning : plan.warnings) summary += " (warning: " + warning + ")";
     return {summary};
   } catch (const tp::TopologyError& e) {
-    throw PluginError(std::string("binding: ") + e.what() + " (plugstack.conf topology=, or binding=none)");
-  } catch (const tp::PlanError& e) {
-    throw PluginError(std::string("binding: ") + e.what());
-  }
+    throw PluginError(std::string("binding: ") + e.what() +
+                      " (plugstack.conf topology=, or binding=none)");
+  } catch (const tp::PlanError& e) { throw PluginError(std::string("binding: ") + e.what()); }
 }
 
 }  // namespace tandem::plugin

@@ -21,7 +21,8 @@ void export_task(const Config& config, const TaskIdentity& id,
 
   // ld.so splits LD_PRELOAD at ':' and ' '.
   // The preload shim, not the engine: it never stops a program (container_env.h).
-  env.set("LD_PRELOAD", prepend_unique(preload_path(config), env.get("LD_PRELOAD").value_or(""), ": "));
+  env.set("LD_PRELOAD",
+          prepend_unique(preload_path(config), env.get("LD_PRELOAD").value_or(""), ": "));
   if (!config.python_path.empty()) {
     env.set("PYTHONPATH", prepend_unique(config.python_path, env.get("PYTHONPATH").value_or("")));
   }

@@ -93,7 +93,8 @@ HostPattern parse_host(std::string_view item, std::string_view whole) {
       const size_t dash = range.find('-');
       const std::string_view lo = range.substr(0, dash);
       const std::string_view hi = dash == std::string_view::npos ? lo : range.substr(dash + 1);
-      if (!all_digits(lo) || !all_digits(hi)) bad_hostlist(whole, "range '" + std::string(range) + "'");
+      if (!all_digits(lo) || !all_digits(hi))
+        bad_hostlist(whole, "range '" + std::string(range) + "'");
       Range r{to_number(lo), to_number(hi), lo.size()};
       if (r.high < r.low) bad_hostlist(whole, "range '" + std::string(range) + "' runs backwards");
       g.ranges.push_back(r);
@@ -123,8 +124,8 @@ uint16_t derived_master_port(uint32_t job_id, uint32_t step_id) {
 uint16_t first_reserved_port(std::string_view resv_ports) {
   size_t n = 0;
   while (n < resv_ports.size() && resv_ports[n] >= '0' && resv_ports[n] <= '9') ++n;
-  const bool ok = n > 0 && n <= 5 &&
-                  (n == resv_ports.size() || resv_ports[n] == '-' || resv_ports[n] == ',');
+  const bool ok =
+      n > 0 && n <= 5 && (n == resv_ports.size() || resv_ports[n] == '-' || resv_ports[n] == ',');
   const uint64_t port = ok ? to_number(resv_ports.substr(0, n)) : 0;
   if (!ok || port == 0 || port > 65535) {
     throw PluginError("SLURM_STEP_RESV_PORTS='" + std::string(resv_ports) +
@@ -206,8 +207,8 @@ TorchRendezvous torch_rendezvous(const TaskEnv& env, uint32_t job_id, uint32_t s
   r.master_node = nth_host(*nodes, mapping && !mapping->empty() ? rank0_node(*mapping) : 0);
   r.master_addr = address_of(r.master_node);
   const auto resv = env.get("SLURM_STEP_RESV_PORTS");
-  r.master_port = resv && !resv->empty() ? first_reserved_port(*resv)
-                                         : derived_master_port(job_id, step_id);
+  r.master_port =
+      resv && !resv->empty() ? first_reserved_port(*resv) : derived_master_port(job_id, step_id);
   return r;
 }
 
@@ -233,7 +234,8 @@ std::string slurm_node_address(const std::string& node) {
   char* address = get(node.c_str());
   if (!address) return node;
   std::string out = address;
-  if (auto release = reinterpret_cast<Free>(dlsym(RTLD_DEFAULT, "slurm_xfree_ptr"))) release(address);
+  if (auto release = reinterpret_cast<Free>(dlsym(RTLD_DEFAULT, "slurm_xfree_ptr")))
+    release(address);
   return out.empty() ? node : out;
 }
 

@@ -82,7 +82,9 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-float value(int rank, size_t i) { return static_cast<float>(rank + 1) + static_cast<float>(i % 13); }
+float value(int rank, size_t i) {
+  return static_cast<float>(rank + 1) + static_cast<float>(i % 13);
+}
 
 // One collective on float32 device buffers: enqueue, wait, and (when asked)
 // the result copied back and compared with the exact expected values
@@ -94,9 +96,16 @@ bool run_once(const Cuda& cuda, const std::string& coll, size_t count, int n, in
   tandem_handle_t h = 0;
   if (coll == "allreduce") must(tandem_enqueue_allreduce(&t, TANDEM_SUM, 1, 1, 0, &h), "allreduce");
   else if (coll == "broadcast") must(tandem_enqueue_broadcast(&t, 0, 0, &h), "broadcast");
-  else if (coll == "allgather") { t.output = nullptr; must(tandem_enqueue_allgather(&t, 0, &h), "allgather"); }
-  else if (coll == "alltoall") { t.output = nullptr; must(tandem_enqueue_alltoall(&t, nullptr, 0, 0, &h), "alltoall"); }
-  else { t.output = nullptr; must(tandem_enqueue_reducescatter(&t, TANDEM_SUM, 1, 1, 0, &h), "reducescatter"); }
+  else if (coll == "allgather") {
+    t.output = nullptr;
+    must(tandem_enqueue_allgather(&t, 0, &h), "allgather");
+  } else if (coll == "alltoall") {
+    t.output = nullptr;
+    must(tandem_enqueue_alltoall(&t, nullptr, 0, 0, &h), "alltoall");
+  } else {
+    t.output = nullptr;
+    must(tandem_enqueue_reducescatter(&t, TANDEM_SUM, 1, 1, 0, &h), "reducescatter");
+  }
   const tandem_result_t rc = tandem_handle_wait(h, -1);
   if (rc != TANDEM_SUCCESS)
     fail(coll + " failed: " + tandem_result_name(rc) + ": " + tandem_handle_error(h));
@@ -115,10 +124,13 @@ bool run_once(const Cuda& cuda, const std::string& coll, size_t count, int n, in
     }
     for (size_t i = 0; i < got.size() && ok; ++i) {
       float expect = 0;
-      if (coll == "allreduce") for (int r = 0; r < n; ++r) expect += value(r, i);
+      if (coll == "allreduce")
+        for (int r = 0; r < n; ++r) expect += value(r, i);
       else if (coll == "broadcast") expect = value(0, i);
       else if (coll == "allgather") expect = value(static_cast<int>(i / count), i % count);
-      else if (coll == "alltoall") expect = value(static_cast<int>(i / (count / n)), static_cast<size_t>(me) * (count / n) + i % (count / n));
+      else if (coll == "alltoall")
+        expect = value(static_cast<int>(i / (count / n)),
+                       static_cast<size_t>(me) * (count / n) + i % (count / n));
       else {  // reducescatter: rank me's block of count / n rows (count divisible)
         for (int r = 0; r < n; ++r) expect += value(r, static_cast<size_t>(me) * (count / n) + i);
       }
@@ -145,8 +157,9 @@ int device_bench_main(int argc, char** argv) {
     else if (c == 'e') max_bytes = std::strtoull(optarg, nullptr, 10);
     else if (c == 'n') iters = std::atoi(optarg);
     else {
-      std::fprintf(stderr, "usage: tandem-bench --device cuda [-c COLL|all] [-b MIN] [-e MAX] [-n ITERS]"
-                           " (bytes, float32, sum)\n");
+      std::fprintf(stderr,
+                   "usage: tandem-bench --device cuda [-c COLL|all] [-b MIN] [-e MAX] [-n ITERS]"
+                   " (bytes, float32, sum)\n");
       return 2;
     }
   }
@@ -188,12 +201,16 @@ int device_bench_main(int argc, char** argv) {
         cuda_must(cuda.Memcpy(send.p, host.data(), count * 4, 4), "cudaMemcpy");
       must(tandem_barrier(), "barrier");
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < iters; ++i) run_once(cuda, coll, count, n, me, device, send.p, recv.p, false);
+      for (int i = 0; i < iters; ++i)
+        run_once(cuda, coll, count, n, me, device, send.p, recv.p, false);
       cuda_must(cuda.DeviceSynchronize(), "cudaDeviceSynchronize");
-      double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters, slowest = 0;
+      double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                    iters,
+             slowest = 0;
       must(tandem_allreduce(&mine, &slowest, 1, TANDEM_FLOAT64, TANDEM_MAX, 1, 1), "time exchange");
       all_ok = all_ok && every;
-      if (me == 0) std::printf("%12zu %11.2f %6s\n", count * 4, slowest * 1e6, every ? "ok" : "FAIL");
+      if (me == 0)
+        std::printf("%12zu %11.2f %6s\n", count * 4, slowest * 1e6, every ? "ok" : "FAIL");
       std::fflush(stdout);
     }
   }

@@ -35,20 +35,21 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   if (why) TANDEM_ERROR(tools, "%s", why);
-  std::fprintf(stderr,
-               "usage: tandem-bench [-c COLL[,COLL..]|all] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]\n"
-               "                    [-n ITERS] [-w WARMUP] [-C 0|1] [-s] [-i]\n"
-               "  -c  allreduce, broadcast, allgather, alltoall, reducescatter, all (default allreduce)\n"
-               "  -b, -e  smallest and largest size in bytes, suffix K, M, G (default 8 and 256M)\n"
-               "  -f  size factor between steps (default 4)\n"
-               "  -d  float32, float64, int32, int64 (default float32)\n"
-               "  -o  sum, average, min, max (default sum)\n"
-               "  -n, -w  timed and warm-up iterations (default: by size)\n"
-               "  -C  check results (default 1)\n"
-               "  -s  send buffers in the node's shared segment (tandem_alloc_shared): no copy-in\n"
-               "  -i  in place (send == recv) for allreduce\n"
-               "  --device cuda [-c COLL|all] [-b MIN] [-e MAX] [-n ITERS]: GPU buffers through the\n"
-               "      runtime and NCCL, float32 sum, results checked (docs/gpu.md)\n");
+  std::fprintf(
+      stderr,
+      "usage: tandem-bench [-c COLL[,COLL..]|all] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]\n"
+      "                    [-n ITERS] [-w WARMUP] [-C 0|1] [-s] [-i]\n"
+      "  -c  allreduce, broadcast, allgather, alltoall, reducescatter, all (default allreduce)\n"
+      "  -b, -e  smallest and largest size in bytes, suffix K, M, G (default 8 and 256M)\n"
+      "  -f  size factor between steps (default 4)\n"
+      "  -d  float32, float64, int32, int64 (default float32)\n"
+      "  -o  sum, average, min, max (default sum)\n"
+      "  -n, -w  timed and warm-up iterations (default: by size)\n"
+      "  -C  check results (default 1)\n"
+      "  -s  send buffers in the node's shared segment (tandem_alloc_shared): no copy-in\n"
+      "  -i  in place (send == recv) for allreduce\n"
+      "  --device cuda [-c COLL|all] [-b MIN] [-e MAX] [-n ITERS]: GPU buffers through the\n"
+      "      runtime and NCCL, float32 sum, results checked (docs/gpu.md)\n");
   std::exit(why ? 2 : 0);
 }
 
@@ -77,18 +78,23 @@ Options parse(int argc, char** argv) {
           size_t at = 0;
           while (at <= a.size()) {
             const size_t comma = a.find(',', at);
-            o.colls.push_back(a.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+            o.colls.push_back(
+                a.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
             if (comma == std::string::npos) break;
             at = comma + 1;
           }
         }
         for (auto& x : o.colls)
-          if (x != "allreduce" && x != "broadcast" && x != "allgather" && x != "alltoall" && x != "reducescatter")
+          if (x != "allreduce" && x != "broadcast" && x != "allgather" && x != "alltoall" &&
+              x != "reducescatter")
             usage(("unknown collective '" + x + "'").c_str());
         break;
       case 'b': o.min_bytes = parse_size(optarg); break;
       case 'e': o.max_bytes = parse_size(optarg); break;
-      case 'f': o.factor = std::atof(optarg); if (!(o.factor > 1)) usage("-f must be > 1"); break;
+      case 'f':
+        o.factor = std::atof(optarg);
+        if (!(o.factor > 1)) usage("-f must be > 1");
+        break;
       case 'd':
         if (a == "float32") o.dtype = TANDEM_FLOAT32;
         else if (a == "float64") o.dtype = TANDEM_FLOAT64;
@@ -103,8 +109,14 @@ Options parse(int argc, char** argv) {
         else if (a == "max") o.op = TANDEM_MAX;
         else usage(("unknown op '" + a + "'").c_str());
         break;
-      case 'n': o.iters = std::atoi(optarg); if (o.iters < 1) usage("-n must be >= 1"); break;
-      case 'w': o.warmup = std::atoi(optarg); if (o.warmup < 0) usage("-w must be >= 0"); break;
+      case 'n':
+        o.iters = std::atoi(optarg);
+        if (o.iters < 1) usage("-n must be >= 1");
+        break;
+      case 'w':
+        o.warmup = std::atoi(optarg);
+        if (o.warmup < 0) usage("-w must be >= 0");
+        break;
       case 'C': o.check = std::atoi(optarg) != 0; break;
       case 's': o.shared = true; break;
       case 'i': o.in_place = true; break;
@@ -134,7 +146,9 @@ struct Buffer {
     if (shared) must(tandem_alloc_shared(bytes ? bytes : 1, &p), "tandem_alloc_shared");
     else heap.resize(bytes ? bytes : 1), p = heap.data();
   }
-  ~Buffer() { if (shared) tandem_free_shared(p); }
+  ~Buffer() {
+    if (shared) tandem_free_shared(p);
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 };
@@ -162,7 +176,7 @@ struct Case {
   std::string coll;
   int n, me;
   size_t bytes, es;
-  size_t count;      // the count printed: elements of "size"
+  size_t count;  // the count printed: elements of "size"
   size_t send_count, recv_count;
   double busbw_factor;
 };
@@ -172,8 +186,10 @@ Case make_case(const std::string& coll, size_t bytes, size_t es, int n, int me) 
   const double f = static_cast<double>(n - 1) / n;
   if (coll == "allreduce") c.send_count = c.recv_count = c.count, c.busbw_factor = 2 * f;
   else if (coll == "broadcast") c.send_count = c.recv_count = c.count, c.busbw_factor = 1;
-  else if (coll == "allgather") c.send_count = c.count / n, c.recv_count = c.send_count * n, c.busbw_factor = f;
-  else if (coll == "reducescatter") c.recv_count = c.count / n, c.send_count = c.recv_count * n, c.busbw_factor = f;
+  else if (coll == "allgather")
+    c.send_count = c.count / n, c.recv_count = c.send_count * n, c.busbw_factor = f;
+  else if (coll == "reducescatter")
+    c.recv_count = c.count / n, c.send_count = c.recv_count * n, c.busbw_factor = f;
   else c.send_count = c.recv_count = c.count / n * n, c.busbw_factor = f;  // alltoall
   return c;
 }
@@ -181,11 +197,10 @@ Case make_case(const std::string& coll, size_t bytes, size_t es, int n, int me) 
 void run_once(const Case& c, const Options& o, void* send, void* recv) {
   switch (c.coll[0] == 'a' && c.coll.size() > 4 ? c.coll[4] : c.coll[0]) {
     case 'e':  // allreduce
-      must(tandem_allreduce(send, o.in_place ? send : recv, c.count, o.dtype, o.op, 1.0, 1.0), "allreduce");
+      must(tandem_allreduce(send, o.in_place ? send : recv, c.count, o.dtype, o.op, 1.0, 1.0),
+           "allreduce");
       break;
-    case 'b':
-      must(tandem_broadcast(send, c.count, o.dtype, 0), "broadcast");
-      break;
+    case 'b': must(tandem_broadcast(send, c.count, o.dtype, 0), "broadcast"); break;
     case 'a':  // allgather
       must(tandem_allgather(send, c.send_count, recv, o.dtype), "allgather");
       break;
@@ -225,7 +240,8 @@ bool check(const Case& c, const Options& o, void* send, void* recv) {
     double want;
     if (c.coll == "allreduce") want = reduced(o, c.n, i);
     else if (c.coll == "broadcast") want = value(0, i);
-    else if (c.coll == "allgather") want = value(static_cast<int>(i / c.send_count), i % c.send_count);
+    else if (c.coll == "allgather")
+      want = value(static_cast<int>(i / c.send_count), i % c.send_count);
     else if (c.coll == "reducescatter") want = reduced(o, c.n, c.me * c.recv_count + i);
     else {
       const size_t block = c.send_count / c.n;
@@ -259,7 +275,7 @@ int main(int argc, char** argv) {
   tandem_local_size(&local);
   const size_t es = tandem_dtype_size(o.dtype);
   static const char* const op_names[] = {"sum", "average", "min", "max", "product"};
-  static const char* const type_names[] = {"uint8", "int8", "int32", "int64", "float16",
+  static const char* const type_names[] = {"uint8",    "int8",    "int32",   "int64", "float16",
                                            "bfloat16", "float32", "float64", "bool"};
   // Warm up for about 200 ms before the first measurement: right after
   // start the scheduler may still keep ranks on one CPU, which would make
@@ -269,8 +285,10 @@ int main(int argc, char** argv) {
     float w[2] = {0, 0};
     const auto t0 = std::chrono::steady_clock::now();
     for (double elapsed = 0; elapsed < 0.2;) {
-      for (int i = 0; i < 200; ++i) must(tandem_allreduce(w, w, 2, TANDEM_FLOAT32, TANDEM_SUM, 1.0, 1.0), "warm-up");
-      const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (int i = 0; i < 200; ++i)
+        must(tandem_allreduce(w, w, 2, TANDEM_FLOAT32, TANDEM_SUM, 1.0, 1.0), "warm-up");
+      const double mine =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       must(tandem_allreduce(&mine, &elapsed, 1, TANDEM_FLOAT64, TANDEM_MAX, 1.0, 1.0), "warm-up");
     }
   }
@@ -279,12 +297,14 @@ int main(int argc, char** argv) {
   int bus_n = 0;
   for (const auto& coll : o.colls) {
     if (me == 0) {
-      std::printf("# tandem-bench %s: %d ranks on %d node(s), %d local; %s%s\n", coll.c_str(), n, nodes, local,
-                  o.shared ? "shared-segment buffers" : "private buffers", o.in_place ? ", in place" : "");
-      std::printf("#%11s %12s %9s %8s %11s %12s %12s %6s\n", "size(B)", "count", "type", "redop", "time(us)",
-                  "algbw(GB/s)", "busbw(GB/s)", "check");
+      std::printf("# tandem-bench %s: %d ranks on %d node(s), %d local; %s%s\n", coll.c_str(), n,
+                  nodes, local, o.shared ? "shared-segment buffers" : "private buffers",
+                  o.in_place ? ", in place" : "");
+      std::printf("#%11s %12s %9s %8s %11s %12s %12s %6s\n", "size(B)", "count", "type", "redop",
+                  "time(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
     }
-    for (double b = static_cast<double>(o.min_bytes); b <= static_cast<double>(o.max_bytes) * 1.0001; b *= o.factor) {
+    for (double b = static_cast<double>(o.min_bytes);
+         b <= static_cast<double>(o.max_bytes) * 1.0001; b *= o.factor) {
       const size_t bytes = static_cast<size_t>(b) / es * es;
       const Case c = make_case(coll, bytes, es, n, me);
       Buffer send(c.send_count * es, o.shared), recv(c.recv_count * es, false);
@@ -292,15 +312,20 @@ int main(int argc, char** argv) {
       if (o.check) ok = check(c, o, send.p, recv.p) ? 1 : 0;
       int all = ok;
       must(tandem_allreduce(&ok, &all, 1, TANDEM_INT32, TANDEM_MIN, 1.0, 1.0), "check exchange");
-      const int iters = o.iters ? o.iters : static_cast<int>(std::min<size_t>(1000, std::max<size_t>(5, (size_t{1} << 30) / (bytes ? bytes : 1))));
+      const int iters =
+          o.iters ? o.iters
+                  : static_cast<int>(std::min<size_t>(
+                        1000, std::max<size_t>(5, (size_t{1} << 30) / (bytes ? bytes : 1))));
       const int warmup = o.warmup >= 0 ? o.warmup : std::max(2, iters / 10);
       for (int i = 0; i < warmup; ++i) run_once(c, o, send.p, recv.p);
       must(tandem_barrier(), "barrier");
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < iters; ++i) run_once(c, o, send.p, recv.p);
-      const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+      const double mine =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
       double slowest = mine;
-      must(tandem_allreduce(&mine, &slowest, 1, TANDEM_FLOAT64, TANDEM_MAX, 1.0, 1.0), "time exchange");
+      must(tandem_allreduce(&mine, &slowest, 1, TANDEM_FLOAT64, TANDEM_MAX, 1.0, 1.0),
+           "time exchange");
       const double algbw = static_cast<double>(bytes) / slowest / 1e9;
       const double busbw = algbw * c.busbw_factor;
       bus_sum += busbw;
@@ -308,9 +333,9 @@ int main(int argc, char** argv) {
       all_ok = all_ok && all;
       if (me == 0) {
         const bool reducing = coll == "allreduce" || coll == "reducescatter";
-        std::printf("%12zu %12zu %9s %8s %11.2f %12.3f %12.3f %6s\n", bytes, c.count, type_names[o.dtype],
-                    reducing ? op_names[o.op] : "none", slowest * 1e6, algbw, busbw,
-                    o.check ? (all ? "ok" : "FAIL") : "-");
+        std::printf("%12zu %12zu %9s %8s %11.2f %12.3f %12.3f %6s\n", bytes, c.count,
+                    type_names[o.dtype], reducing ? op_names[o.op] : "none", slowest * 1e6, algbw,
+                    busbw, o.check ? (all ? "ok" : "FAIL") : "-");
         std::fflush(stdout);
       }
     }

@@ -33,12 +33,15 @@ constexpr const char* kUsage =
     "  --cpus      CPUs the step may use, e.g. 0-15 (default: all allowed)\n"
     "  --gpus-per-task  as srun's: task t is given GPUs t*K..t*K+K-1 of --gpus (a user binding)\n";
 
-struct UsageError : std::runtime_error { using std::runtime_error::runtime_error; };
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 int parse_count(std::string_view flag, std::string_view text, int min) {
   int value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min || value > 4096) {
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+      value > 4096) {
     throw UsageError(std::string(flag) + ": expected a whole number from " + std::to_string(min) +
                      " to 4096, got '" + std::string(text) + "'");
   }
@@ -64,15 +67,18 @@ Options parse(int argc, char** argv) {
       o.json = true;
       continue;
     }
-    if (i + 1 >= argc) throw UsageError("unknown option or missing value: '" + std::string(flag) + "'");
+    if (i + 1 >= argc)
+      throw UsageError("unknown option or missing value: '" + std::string(flag) + "'");
     std::string_view value = argv[++i];
     if (flag == "--topology") o.topology = value;
     else if (flag == "--tasks") o.request.local_tasks = parse_count(flag, value, 1);
     else if (flag == "--gpus-per-task") o.gpus_per_task = parse_count(flag, value, 1);
     else if (flag == "--cpus") o.request.step_cpus = tp::CpuSet::parse(value, "--cpus");
     else if (flag == "--gpus") {
-      o.request.step_gpus = value == "none" ? std::vector<int>{} : tp::CpuSet::parse(value, "--gpus").cpus();
-    } else if (flag == "--policy" || flag == "--visible" || flag == "--membind" || flag == "--nics") {
+      o.request.step_gpus =
+          value == "none" ? std::vector<int>{} : tp::CpuSet::parse(value, "--gpus").cpus();
+    } else if (flag == "--policy" || flag == "--visible" || flag == "--membind" ||
+               flag == "--nics") {
       tp::parse_policy_value(o.request.policy, flag.substr(2), value);
     } else {
       throw UsageError("unknown option '" + std::string(flag) + "'");
@@ -85,7 +91,8 @@ Options parse(int argc, char** argv) {
 void apply_gpus_per_task(Options& o, const tp::Topology& topology) {
   if (o.gpus_per_task == 0) return;
   std::vector<int> step = o.request.step_gpus.value_or(std::vector<int>{});
-  if (!o.request.step_gpus) for (size_t i = 0; i < topology.gpus.size(); ++i) step.push_back(static_cast<int>(i));
+  if (!o.request.step_gpus)
+    for (size_t i = 0; i < topology.gpus.size(); ++i) step.push_back(static_cast<int>(i));
   size_t needed = static_cast<size_t>(o.gpus_per_task) * static_cast<size_t>(o.request.local_tasks);
   if (step.size() < needed) {
     throw UsageError("--gpus-per-task " + std::to_string(o.gpus_per_task) + " with --tasks " +
@@ -95,7 +102,8 @@ void apply_gpus_per_task(Options& o, const tp::Topology& topology) {
   o.request.user.gpus = true;
   o.request.task_gpus.resize(o.request.local_tasks);
   for (int t = 0; t < o.request.local_tasks; ++t) {
-    for (int g = 0; g < o.gpus_per_task; ++g) o.request.task_gpus[t].push_back(step[t * o.gpus_per_task + g]);
+    for (int g = 0; g < o.gpus_per_task; ++g)
+      o.request.task_gpus[t].push_back(step[t * o.gpus_per_task + g]);
   }
 }
 
@@ -105,11 +113,12 @@ int main(int argc, char** argv) {
   if (!tandem::tools::start_log("tandem-bind")) return 2;
   try {
     Options o = parse(argc, argv);
-    tp::LoadedTopology topology = o.topology.empty() ? tp::LoadedTopology::live()
-                                                     : tp::LoadedTopology::from_xml(o.topology);
+    tp::LoadedTopology topology =
+        o.topology.empty() ? tp::LoadedTopology::live() : tp::LoadedTopology::from_xml(o.topology);
     apply_gpus_per_task(o, topology.model());
     tp::NodePlan plan = tp::plan_node(topology.model(), o.request);
-    std::string out = o.json ? tp::to_json(plan, o.request.policy) : tp::to_text(plan, o.request.policy);
+    std::string out =
+        o.json ? tp::to_json(plan, o.request.policy) : tp::to_text(plan, o.request.policy);
     std::fputs(out.c_str(), stdout);
     return 0;
   } catch (const UsageError& e) {

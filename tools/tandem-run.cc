@@ -72,9 +72,10 @@ struct Options {
 
 [[noreturn]] void usage_error(const std::string& msg) {
   TANDEM_ERROR(tools, "%s", msg.c_str());
-  std::fputs("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
-             "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n",
-             stderr);
+  std::fputs(
+      "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+      "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n",
+      stderr);
   std::exit(kUsageError);
 }
 
@@ -123,21 +124,22 @@ Options parse_args(int argc, char** argv) {
       ++i;
       break;
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
-                  "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n"
-                  "Starts N ranks of COMMAND on this host, joined by Tandem's TCP rendezvous.\n"
-                  "  -np N            number of ranks\n"
-                  "  --timeout S      stop the job (exit 124) when it runs longer than S seconds\n"
-                  "  --label, -l      prefix every output line with [rank]\n"
-                  "  --bind           bind each rank as srun --horovod=on would on this node\n"
-                  "                   (CPUs, GPU, NIC; see tandem-bind --tasks N)\n"
-                  "  --node-per-rank  every rank its own simulated node (TANDEM_NODE_NAME=\n"
-                  "                   <host>.rank<r>): ranks connect over TCP as across nodes\n"
-                  "  --store-stats    at the end, print the requests and bytes the rendezvous\n"
-                  "                   store served\n"
-                  "  --elastic        an elastic job (hvd.elastic): a failed rank does not stop\n"
-                  "                   the others (docs/elastic.md)\n"
-                  "  --ranks-per-node K  with --elastic: rank r plays node host<r/K>\n");
+      std::printf(
+          "usage: tandem-run -np N [--timeout SECONDS] [--label] [--bind] [--node-per-rank]\n"
+          "                  [--store-stats] [--elastic [--ranks-per-node K]] COMMAND [ARGS...]\n"
+          "Starts N ranks of COMMAND on this host, joined by Tandem's TCP rendezvous.\n"
+          "  -np N            number of ranks\n"
+          "  --timeout S      stop the job (exit 124) when it runs longer than S seconds\n"
+          "  --label, -l      prefix every output line with [rank]\n"
+          "  --bind           bind each rank as srun --horovod=on would on this node\n"
+          "                   (CPUs, GPU, NIC; see tandem-bind --tasks N)\n"
+          "  --node-per-rank  every rank its own simulated node (TANDEM_NODE_NAME=\n"
+          "                   <host>.rank<r>): ranks connect over TCP as across nodes\n"
+          "  --store-stats    at the end, print the requests and bytes the rendezvous\n"
+          "                   store served\n"
+          "  --elastic        an elastic job (hvd.elastic): a failed rank does not stop\n"
+          "                   the others (docs/elastic.md)\n"
+          "  --ranks-per-node K  with --elastic: rank r plays node host<r/K>\n");
       std::exit(0);
     } else {
       usage_error("unknown option '" + a + "'");
@@ -255,14 +257,15 @@ void Launcher::start_rank(int r, const std::string& addr, const std::string& tok
     if (o_.elastic) {
       setenv("TANDEM_ELASTIC_ADDR", addr.c_str(), 1);
       setenv("TANDEM_ELASTIC_TOKEN", token.c_str(), 1);
-      setenv("HOROVOD_ELASTIC", "1", 1);  // Horovod's marker of an elastic worker
+      setenv("HOROVOD_ELASTIC", "1", 1);              // Horovod's marker of an elastic worker
       setenv("TANDEM_ELASTIC_ORDER", rs.c_str(), 1);  // generation 0's ranks are ours
       std::string node = "localhost";
       if (o_.ranks_per_node) {
         node = "host" + std::to_string(r / o_.ranks_per_node);
         setenv("TANDEM_NODE_NAME", node.c_str(), 1);
       }
-      const std::string label = node + "[" + std::to_string(o_.ranks_per_node ? r % o_.ranks_per_node : r) + "]";
+      const std::string label =
+          node + "[" + std::to_string(o_.ranks_per_node ? r % o_.ranks_per_node : r) + "]";
       setenv("TANDEM_ELASTIC_LABEL", label.c_str(), 1);
     } else {
       setenv("TANDEM_RENDEZVOUS_ADDR", addr.c_str(), 1);
@@ -352,7 +355,8 @@ void Launcher::reap() {
         if (first_failure_ == 0) first_failure_ = exit_code_of(status);
         continue;
       }
-      if (failed && !stopping_) stop_job("rank " + std::to_string(r) + " " + describe(status), exit_code_of(status));
+      if (failed && !stopping_)
+        stop_job("rank " + std::to_string(r) + " " + describe(status), exit_code_of(status));
     }
   }
 }
@@ -362,7 +366,10 @@ void Launcher::pump(int timeout_ms) {
   std::vector<pollfd> pfds{{sigfd_, POLLIN, 0}};
   std::vector<Stream*> owners{nullptr};
   for (auto& s : streams_)
-    if (s.fd >= 0) { pfds.push_back({s.fd, POLLIN, 0}); owners.push_back(&s); }
+    if (s.fd >= 0) {
+      pfds.push_back({s.fd, POLLIN, 0});
+      owners.push_back(&s);
+    }
   if (poll(pfds.data(), pfds.size(), timeout_ms) < 0 && errno != EINTR)
     throw tandem::SystemError("poll", errno);
   if (pfds[0].revents & POLLIN) {
@@ -413,7 +420,8 @@ int Launcher::run() {
   std::unique_ptr<tandem::elastic::MembershipService> service;
   uint16_t port = 0;
   if (o_.elastic) {
-    tandem::elastic::ServiceSettings settings = tandem::elastic::ServiceSettings::from_environment();
+    tandem::elastic::ServiceSettings settings =
+        tandem::elastic::ServiceSettings::from_environment();
     settings.token = token;
     settings.expected = o_.np;
     service = std::make_unique<tandem::elastic::MembershipService>(std::move(settings));
@@ -425,9 +433,10 @@ int Launcher::run() {
   const std::string addr = "127.0.0.1:" + std::to_string(port);
   for (int r = 0; r < o_.np && !stopping_; ++r) start_rank(r, addr, token, old);
 
-  const auto job_deadline = o_.timeout_s > 0
-      ? Clock::now() + std::chrono::milliseconds(static_cast<long long>(o_.timeout_s * 1000))
-      : Clock::time_point::max();
+  const auto job_deadline =
+      o_.timeout_s > 0
+          ? Clock::now() + std::chrono::milliseconds(static_cast<long long>(o_.timeout_s * 1000))
+          : Clock::time_point::max();
   auto streams_open = [&] {
     return std::any_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.fd >= 0; });
   };
@@ -447,7 +456,10 @@ int Launcher::run() {
   const auto drain_until = Clock::now() + std::chrono::seconds(1);
   while (streams_open() && Clock::now() < drain_until) pump(tandem::ms_left(drain_until));
   for (auto& s : streams_)
-    if (s.fd >= 0) { emit(s, o_.label, true); close(s.fd); }
+    if (s.fd >= 0) {
+      emit(s, o_.label, true);
+      close(s.fd);
+    }
   if (o_.store_stats && store) {  // an elastic job has no store
     const auto t = store->traffic();
     char line[256];
@@ -465,8 +477,8 @@ int Launcher::run() {
     std::snprintf(line, sizeof line,
                   "elastic job: %u generation%s, the last of %d ranks; %d processes finished, %d "
                   "lost, %d removed%s%s",
-                  sum.generations, sum.generations == 1 ? "" : "s", sum.size, sum.done, sum.lost, sum.removed,
-                  sum.failure.empty() ? "" : "; failed: ", sum.failure.c_str());
+                  sum.generations, sum.generations == 1 ? "" : "s", sum.size, sum.done, sum.lost,
+                  sum.removed, sum.failure.empty() ? "" : "; failed: ", sum.failure.c_str());
     TANDEM_LOG_ALWAYS(kInfo, elastic, line);  // the job's outcome, as srun's plugin gives it
     if (!sum.failure.empty() || sum.done == 0) return first_failure_ ? first_failure_ : 1;
   }

@@ -34,9 +34,12 @@ size_t parse_size(const char* s) {
     std::exit(2);
   }
   switch (*end) {
-    case 'K': case 'k': v *= 1024.0; break;
-    case 'M': case 'm': v *= 1048576.0; break;
-    case 'G': case 'g': v *= 1073741824.0; break;
+    case 'K':
+    case 'k': v *= 1024.0; break;
+    case 'M':
+    case 'm': v *= 1048576.0; break;
+    case 'G':
+    case 'g': v *= 1073741824.0; break;
     default: break;
   }
   return static_cast<size_t>(v);
@@ -73,8 +76,9 @@ int main(int argc, char** argv) {
       case 'w': warmup = std::atoi(optarg); break;
       case 'i': idle = std::atof(optarg); break;
       default:
-        std::fprintf(stderr, "usage: tandem-step-bench [-s SMALL] [-S SMALL_BYTES] [-l LARGE] "
-                             "[-L LARGE_BYTES] [-n STEPS] [-w WARMUP] [-i IDLE_SECONDS]\n");
+        std::fprintf(stderr,
+                     "usage: tandem-step-bench [-s SMALL] [-S SMALL_BYTES] [-l LARGE] "
+                     "[-L LARGE_BYTES] [-n STEPS] [-w WARMUP] [-i IDLE_SECONDS]\n");
         return c == 'h' ? 0 : 2;
     }
   }
@@ -98,9 +102,10 @@ int main(int argc, char** argv) {
         tandem_allreduce(&used, &sum, 1, TANDEM_FLOAT64, TANDEM_SUM, 1.0, 1.0) != TANDEM_SUCCESS)
       fail("allreduce of the CPU times");
     if (rank == 0)
-      std::printf("tandem-idle np=%d seconds=%.1f cpu_ms_all_ranks=%.1f cpu_ms_busiest_rank=%.1f "
-                  "busiest_rank_percent_of_a_core=%.2f\n",
-                  size, idle, sum * 1e3, most * 1e3, 100.0 * most / idle);
+      std::printf(
+          "tandem-idle np=%d seconds=%.1f cpu_ms_all_ranks=%.1f cpu_ms_busiest_rank=%.1f "
+          "busiest_rank_percent_of_a_core=%.2f\n",
+          size, idle, sum * 1e3, most * 1e3, 100.0 * most / idle);
     tandem_finalize();
     return 0;
   }
@@ -125,8 +130,9 @@ int main(int argc, char** argv) {
     if (tandem_barrier() != TANDEM_SUCCESS) fail("barrier");
     const auto t0 = std::chrono::steady_clock::now();
     for (int t = 0; t < n; ++t) {
-      tandem_tensor_t x{names[t].c_str(), in[t].data(), out[t].data(), TANDEM_FLOAT32,
-                        TANDEM_DEVICE_CPU, 1, &shapes[t]};
+      tandem_tensor_t x{names[t].c_str(), in[t].data(),      out[t].data(),
+                        TANDEM_FLOAT32,   TANDEM_DEVICE_CPU, 1,
+                        &shapes[t]};
       if (tandem_enqueue_allreduce(&x, TANDEM_SUM, 1.0, 1.0, TANDEM_GLOBAL_PROCESS_SET, &h[t]) !=
           TANDEM_SUCCESS)
         fail("enqueue");

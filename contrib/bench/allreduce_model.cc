@@ -57,10 +57,12 @@ int main(int argc, char** argv) {
     l.beta = 1.0 / (std::atof(argv[2]) * 1e9);
     if (argc >= 4) l.gamma = 1.0 / (std::atof(argv[3]) * 1e9);
   }
-  std::printf("alpha %.1f us, %.2f GB/s per direction, combine %.1f GB/s; times in ms (algorithm picked)\n",
-              l.alpha * 1e6, 1e-9 / l.beta, 1e-9 / l.gamma);
+  std::printf(
+      "alpha %.1f us, %.2f GB/s per direction, combine %.1f GB/s; times in ms (algorithm picked)\n",
+      l.alpha * 1e6, 1e-9 / l.beta, 1e-9 / l.gamma);
   const std::vector<int> nodes = {2, 8, 64, 100, 128, 1000, 1024};
-  const std::vector<double> sizes = {8, 1024, 64 * 1024.0, 1 << 20, 16.0 * (1 << 20), 256.0 * (1 << 20)};
+  const std::vector<double> sizes = {
+      8, 1024, 64 * 1024.0, 1 << 20, 16.0 * (1 << 20), 256.0 * (1 << 20)};
   std::printf("%9s", "size");
   for (int n : nodes) std::printf(" %21d", n);
   std::printf("   nodes\n");
@@ -69,8 +71,9 @@ int main(int argc, char** argv) {
     for (int n : nodes) {
       const AllreduceAlgorithm a = choose_allreduce(n, static_cast<size_t>(m), l);
       char cell[64];
-      std::snprintf(cell, sizeof cell, "%.3f (%s) / %.3f", predicted_seconds(a, n, static_cast<size_t>(m), l) * 1e3,
-                    short_name(a), before(n, m, l) * 1e3);
+      std::snprintf(cell, sizeof cell, "%.3f (%s) / %.3f",
+                    predicted_seconds(a, n, static_cast<size_t>(m), l) * 1e3, short_name(a),
+                    before(n, m, l) * 1e3);
       std::printf(" %21s", cell);
     }
     std::printf("\n");

@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   if (me == 0) {
     printf("# mpi-allreduce-bench: %d ranks%s\n", n, in_place ? ", in place" : "");
-    printf("#%11s %12s %9s %8s %11s %12s %12s %6s\n", "size(B)", "count", "type", "redop", "time(us)",
-           "algbw(GB/s)", "busbw(GB/s)", "check");
+    printf("#%11s %12s %9s %8s %11s %12s %12s %6s\n", "size(B)", "count", "type", "redop",
+           "time(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
   }
   /* The same ~200 ms warm-up as tandem-bench before the first size. */
   {
@@ -69,22 +69,27 @@ int main(int argc, char** argv) {
     MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     int ok = 1;
     for (size_t i = 0; i < count; ++i)
-      if (recv[i] != (float)(n * (n + 1) / 2 + n * (int)(i % 7))) { ok = 0; break; }
+      if (recv[i] != (float)(n * (n + 1) / 2 + n * (int)(i % 7))) {
+        ok = 0;
+        break;
+      }
     int ok_all = 1;
     MPI_Allreduce(&ok, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     size_t it = ((size_t)1 << 30) / (bytes ? bytes : 1);
     const int iters = fixed_iters > 0 ? fixed_iters : (int)(it < 5 ? 5 : it > 1000 ? 1000 : it);
     const int warmup = fixed_warmup >= 0 ? fixed_warmup : iters / 10 > 2 ? iters / 10 : 2;
-    for (int i = 0; i < warmup; ++i) MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < warmup; ++i)
+      MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iters; ++i)
+      MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double mine = (MPI_Wtime() - t0) / iters, slowest = mine;
     MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const double algbw = (double)bytes / slowest / 1e9;
     if (me == 0)
-      printf("%12zu %12zu %9s %8s %11.2f %12.3f %12.3f %6s\n", bytes, count, "float32", "sum", slowest * 1e6,
-             algbw, algbw * 2.0 * (n - 1) / n, ok_all ? "ok" : "FAIL");
+      printf("%12zu %12zu %9s %8s %11.2f %12.3f %12.3f %6s\n", bytes, count, "float32", "sum",
+             slowest * 1e6, algbw, algbw * 2.0 * (n - 1) / n, ok_all ? "ok" : "FAIL");
     fflush(stdout);
     all_ok &= ok_all;
     free(send);

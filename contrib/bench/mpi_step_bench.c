@@ -50,14 +50,20 @@ int main(int argc, char** argv) {
   }
   int ok = 1, all_ok = 1;
   for (size_t i = 0; i < count; ++i)
-    if (recv[i] != (float)(n * (n + 1) / 2 + n * (int)(i % 7))) { ok = 0; break; }
+    if (recv[i] != (float)(n * (n + 1) / 2 + n * (int)(i % 7))) {
+      ok = 0;
+      break;
+    }
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(t, slowest, steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   qsort(slowest, (size_t)steps, sizeof(double), cmp);
   if (me == 0)
     printf("mpi-fused np=%d tensors=1 bytes=%zu median_us=%.1f best_us=%.1f check=%s\n", n,
            count * 4, slowest[steps / 2], slowest[0], all_ok ? "ok" : "FAIL");
-  free(send); free(recv); free(t); free(slowest);
+  free(send);
+  free(recv);
+  free(t);
+  free(slowest);
   MPI_Finalize();
   return all_ok ? 0 : 1;
 }

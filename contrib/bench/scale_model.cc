@@ -60,9 +60,10 @@ int main(int argc, char** argv) {
   const LinkModel l = measured_link();
   const double entries = argc >= 2 ? std::atof(argv[1]) : 256;
   const double compact = 1 + 2 * entries;  // need-full byte, OR and NOT-AND of each bit
-  std::printf("link: alpha %.1f us, %.2f GB/s, combine %.1f GB/s; %g cache entries "
-              "(a negotiation round after: allreduce of %g bytes)\n",
-              l.alpha * 1e6, 1e-9 / l.beta, 1e-9 / l.gamma, entries, compact);
+  std::printf(
+      "link: alpha %.1f us, %.2f GB/s, combine %.1f GB/s; %g cache entries "
+      "(a negotiation round after: allreduce of %g bytes)\n",
+      l.alpha * 1e6, 1e-9 / l.beta, 1e-9 / l.gamma, entries, compact);
   std::printf("%-42s", "nodes");
   const std::vector<int> ns = {16, 64, 256, 512, 1000, 10000};
   for (int n : ns) std::printf(" %18d", n);
@@ -77,22 +78,20 @@ int main(int argc, char** argv) {
     std::snprintf(s, sizeof s, f, a, b);
     return std::string(s);
   };
-  row("sockets per transport (planned / mesh)", [&](int n) {
-    return fmt("%.0f / %.0f", planned_sockets(n), n - 1);
-  });
+  row("sockets per transport (planned / mesh)",
+      [&](int n) { return fmt("%.0f / %.0f", planned_sockets(n), n - 1); });
   // Planned: the C API's and the runtime's transports, 3 listeners still
   // open, the store and the wake relay; the mesh: 3 transports, listeners
   // closed once every pair is connected.
-  row("sockets per rank", [&](int n) {
-    return fmt("%.0f / %.0f", 2 * planned_sockets(n) + 6, 3.0 * (n - 1) + 3);
-  });
-  row("connections in the job at start-up", [&](int n) {
-    return fmt("%.3g / %.3g", n * planned_sockets(n) * 1.0, 1.5 * n * (n - 1.0));
-  });
+  row("sockets per rank",
+      [&](int n) { return fmt("%.0f / %.0f", 2 * planned_sockets(n) + 6, 3.0 * (n - 1) + 3); });
+  row("connections in the job at start-up",
+      [&](int n) { return fmt("%.3g / %.3g", n * planned_sockets(n) * 1.0, 1.5 * n * (n - 1.0)); });
   row("store requests (GATHER / GET each)", [&](int n) {
     return fmt("%.3g / %.3g", kRequestsPerRank * n, (kRequestsPerRank + kAllgathers * (n - 1)) * n);
   });
-  row("store bytes out, MB", [&](int n) { return fmt("%.3g%.0s", kBytesPerPair * n * n / 1e6, 0); });
+  row("store bytes out, MB",
+      [&](int n) { return fmt("%.3g%.0s", kBytesPerPair * n * n / 1e6, 0); });
   row("store thread, s (GATHER / GET each)", [&](int n) {
     const double bytes = kBytesPerPair * n * n * kStoreSecondsPerByte;
     return fmt("%.3g / %.3g", kRequestsPerRank * n * kStoreSecondsPerRequest + bytes,
@@ -111,8 +110,8 @@ int main(int argc, char** argv) {
     return fmt("%.3g / %.3g", after, kSlotBytes * (n - 1));
   });
   row("negotiation round, ms (after / before)", [&](int n) {
-    const double after =
-        predicted_seconds(AllreduceAlgorithm::kRecursiveDoubling, n, static_cast<size_t>(compact), l);
+    const double after = predicted_seconds(AllreduceAlgorithm::kRecursiveDoubling, n,
+                                           static_cast<size_t>(compact), l);
     const double total = kSlotBytes * n;
     const double before = log2_ceil(n) * l.alpha + total * (l.beta + l.gamma);
     return fmt("%.3f / %.3f", after * 1e3, before * 1e3);

@@ -141,7 +141,8 @@ int main(void) {
   if (victim >= 0) kill_drill(rank, size, (int)victim);
 
   /* 8 bytes: two floats. */
-  const long iters_small = env_long("SCALE_ITERS_SMALL", 20), iters_large = env_long("SCALE_ITERS_LARGE", 4);
+  const long iters_small = env_long("SCALE_ITERS_SMALL", 20),
+             iters_large = env_long("SCALE_ITERS_LARGE", 4);
   float small[2] = {1, 1};
   for (int i = 0; i < 2; ++i)
     if (allreduce(small, 2) != TANDEM_SUCCESS) die(rank, "allreduce 8 B", tandem_last_error());
@@ -153,10 +154,12 @@ int main(void) {
   const size_t large_count = (size_t)1 << 18; /* 1 MiB of float32 */
   float *large = calloc(large_count, sizeof(float));
   if (!large) die(rank, "calloc", "out of memory");
-  if (allreduce(large, large_count) != TANDEM_SUCCESS) die(rank, "allreduce 1 MiB", tandem_last_error());
+  if (allreduce(large, large_count) != TANDEM_SUCCESS)
+    die(rank, "allreduce 1 MiB", tandem_last_error());
   t0 = now_s();
   for (long i = 0; i < iters_large; ++i)
-    if (allreduce(large, large_count) != TANDEM_SUCCESS) die(rank, "allreduce 1 MiB", tandem_last_error());
+    if (allreduce(large, large_count) != TANDEM_SUCCESS)
+      die(rank, "allreduce 1 MiB", tandem_last_error());
   const double ms_large = (now_s() - t0) / (double)iters_large * 1e3;
   free(large);
 
@@ -175,7 +178,8 @@ int main(void) {
       messages0 = counter("message_rounds");
     }
     tandem_handle_t h;
-    if (tandem_enqueue_allreduce(&tensor, TANDEM_SUM, 1.0, 1.0, TANDEM_GLOBAL_PROCESS_SET, &h) != TANDEM_SUCCESS)
+    if (tandem_enqueue_allreduce(&tensor, TANDEM_SUM, 1.0, 1.0, TANDEM_GLOBAL_PROCESS_SET, &h) !=
+        TANDEM_SUCCESS)
       die(rank, "tandem_enqueue_allreduce", tandem_last_error());
     if (tandem_handle_wait(h, -1) != TANDEM_SUCCESS) die(rank, "runtime step", tandem_last_error());
     tandem_handle_release(h);
@@ -188,9 +192,19 @@ int main(void) {
   int sockets_end, fds_end;
   count_fds(&sockets_end, &fds_end);
   enum { kFields = 13 };
-  double mine[kFields] = {t_init - t_main, t_first - t_main, t_first, sockets_init, sockets_end,
-                          fds_end, us_small, ms_large, us_step, cycles,
-                          cycles > 0 ? neg_bytes / cycles : 0, t_main, message_rounds};
+  double mine[kFields] = {t_init - t_main,
+                          t_first - t_main,
+                          t_first,
+                          sockets_init,
+                          sockets_end,
+                          fds_end,
+                          us_small,
+                          ms_large,
+                          us_step,
+                          cycles,
+                          cycles > 0 ? neg_bytes / cycles : 0,
+                          t_main,
+                          message_rounds};
   double *all = malloc(sizeof(mine) * (size_t)size);
   if (!all) die(rank, "malloc", "out of memory");
   if (tandem_allgather(mine, kFields, all, TANDEM_FLOAT64) != TANDEM_SUCCESS)
@@ -207,13 +221,13 @@ int main(void) {
       }
     const char *t0s = getenv("SCALE_T0");
     const double launch = t0s && *t0s ? strtod(t0s, NULL) * 1e-9 : min_main;
-    printf("scale ranks=%d launch_to_first_ms=%.0f main_to_init_ms=%.0f main_to_first_ms=%.0f "
-           "sockets_max=%.0f sockets_mean=%.1f sockets_end_max=%.0f fds_max=%.0f "
-           "allreduce_8B_us=%.0f allreduce_1MiB_ms=%.1f step_us=%.0f cycles_per_step=%.2f "
-           "message_rounds_per_step=%.2f negotiation_bytes_per_cycle=%.0f\n",
-           size, (max[2] - launch) * 1e3, max[0] * 1e3, max[1] * 1e3, max[3], sum[3] / size, max[4],
-           max[5], max[6], max[7], max[8], max[9] / (double)steps, max[12] / (double)steps,
-           max[10]);
+    printf(
+        "scale ranks=%d launch_to_first_ms=%.0f main_to_init_ms=%.0f main_to_first_ms=%.0f "
+        "sockets_max=%.0f sockets_mean=%.1f sockets_end_max=%.0f fds_max=%.0f "
+        "allreduce_8B_us=%.0f allreduce_1MiB_ms=%.1f step_us=%.0f cycles_per_step=%.2f "
+        "message_rounds_per_step=%.2f negotiation_bytes_per_cycle=%.0f\n",
+        size, (max[2] - launch) * 1e3, max[0] * 1e3, max[1] * 1e3, max[3], sum[3] / size, max[4],
+        max[5], max[6], max[7], max[8], max[9] / (double)steps, max[12] / (double)steps, max[10]);
     fflush(stdout);
   }
   free(all);

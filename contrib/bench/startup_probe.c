@@ -49,7 +49,8 @@ static double exec_time(void) {
   if (!p) return -1;
   unsigned long long start = 0;
   /* after ") " come fields 3..; starttime is field 22 */
-  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+  if (sscanf(p + 2,
+             "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
              &start) != 1)
     return -1;
   const double boot_now = clock_s(CLOCK_BOOTTIME), real_now = clock_s(CLOCK_REALTIME);
@@ -85,7 +86,8 @@ int main(int argc, char **argv) {
   tandem_size(&size);
 #endif
   if (sum != (float)size) {
-    fprintf(stderr, "startup-probe (%s): rank %d: allreduce gave %g, expected %d\n", LIB, rank, sum, size);
+    fprintf(stderr, "startup-probe (%s): rank %d: allreduce gave %g, expected %d\n", LIB, rank, sum,
+            size);
     return 1;
   }
   double mine[4] = {t_exec, t_main, t_init, t_done};
@@ -94,7 +96,8 @@ int main(int argc, char **argv) {
 #ifdef STARTUP_MPI
   MPI_Allgather(mine, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, MPI_COMM_WORLD);
 #else
-  if (tandem_allgather(mine, 4, all, TANDEM_FLOAT64) != TANDEM_SUCCESS) die("tandem_allgather", tandem_last_error());
+  if (tandem_allgather(mine, 4, all, TANDEM_FLOAT64) != TANDEM_SUCCESS)
+    die("tandem_allgather", tandem_last_error());
 #endif
   if (rank == 0) {
     double exec_done = 0, main_done = 0, main_init = 0, last_done = 0;
@@ -108,8 +111,10 @@ int main(int argc, char **argv) {
     const char *t0 = getenv("STARTUP_T0");
     double launch_done = -1;
     if (t0 && *t0) launch_done = last_done - strtod(t0, NULL) * 1e-9;
-    printf("%s ranks=%d exec_to_done_ms=%.1f main_to_done_ms=%.1f main_to_init_ms=%.1f launch_to_done_ms=%.1f\n",
-           LIB, size, exec_done * 1e3, main_done * 1e3, main_init * 1e3, launch_done * 1e3);
+    printf(
+        "%s ranks=%d exec_to_done_ms=%.1f main_to_done_ms=%.1f main_to_init_ms=%.1f "
+        "launch_to_done_ms=%.1f\n",
+        LIB, size, exec_done * 1e3, main_done * 1e3, main_init * 1e3, launch_done * 1e3);
     fflush(stdout);
   }
   free(all);

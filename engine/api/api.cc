@@ -37,7 +37,9 @@ using api::state;
 
 std::shared_ptr<Engine> current() {
   std::lock_guard<std::mutex> lock(state.mu);
-  if (!state.engine) throw NotInitializedError("tandem is not initialized: call tandem_init() first (and check its result)");
+  if (!state.engine)
+    throw NotInitializedError(
+        "tandem is not initialized: call tandem_init() first (and check its result)");
   return state.engine;
 }
 
@@ -54,7 +56,8 @@ tandem_result_t blocking(F&& body) noexcept {
 template <typename Check, typename F>
 tandem_result_t nonblocking(tandem_request_t* out, Check&& check, F&& body) noexcept {
   return guarded([&] {
-    if (!out) throw InvalidArgument("request pointer is NULL; pass the address of a tandem_request_t");
+    if (!out)
+      throw InvalidArgument("request pointer is NULL; pass the address of a tandem_request_t");
     *out = nullptr;
     auto e = current();
     check(*e->comm);
@@ -151,18 +154,28 @@ TANDEM_API int tandem_is_initialized(void) {
 
 TANDEM_API tandem_result_t tandem_rank(int* v) { return identity_query(v, &Identity::rank); }
 TANDEM_API tandem_result_t tandem_size(int* v) { return identity_query(v, &Identity::size); }
-TANDEM_API tandem_result_t tandem_local_rank(int* v) { return identity_query(v, &Identity::local_rank); }
-TANDEM_API tandem_result_t tandem_local_size(int* v) { return identity_query(v, &Identity::local_size); }
-TANDEM_API tandem_result_t tandem_cross_rank(int* v) { return identity_query(v, &Identity::cross_rank); }
-TANDEM_API tandem_result_t tandem_cross_size(int* v) { return identity_query(v, &Identity::cross_size); }
+TANDEM_API tandem_result_t tandem_local_rank(int* v) {
+  return identity_query(v, &Identity::local_rank);
+}
+TANDEM_API tandem_result_t tandem_local_size(int* v) {
+  return identity_query(v, &Identity::local_size);
+}
+TANDEM_API tandem_result_t tandem_cross_rank(int* v) {
+  return identity_query(v, &Identity::cross_rank);
+}
+TANDEM_API tandem_result_t tandem_cross_size(int* v) {
+  return identity_query(v, &Identity::cross_size);
+}
 
 TANDEM_API tandem_result_t tandem_allreduce(const void* send, void* recv, size_t count,
                                             tandem_dtype_t dtype, tandem_op_t op, double prescale,
                                             double postscale) {
-  return blocking([&](Communicator& c) { c.allreduce(send, recv, count, dtype, op, prescale, postscale); });
+  return blocking(
+      [&](Communicator& c) { c.allreduce(send, recv, count, dtype, op, prescale, postscale); });
 }
 
-TANDEM_API tandem_result_t tandem_broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root) {
+TANDEM_API tandem_result_t tandem_broadcast(void* buf, size_t count, tandem_dtype_t dtype,
+                                            int root) {
   return blocking([&](Communicator& c) { c.broadcast(buf, count, dtype, root); });
 }
 
@@ -174,7 +187,8 @@ TANDEM_API tandem_result_t tandem_allgather(const void* send, size_t count, void
 TANDEM_API tandem_result_t tandem_allgatherv(const void* send, size_t send_count, void* recv,
                                              const size_t* recv_counts, tandem_dtype_t dtype) {
   return blocking([&](Communicator& c) {
-    c.allgatherv(send, send_count, recv, counts_of(recv_counts, c.identity().size, "recv_counts"), dtype);
+    c.allgatherv(send, send_count, recv, counts_of(recv_counts, c.identity().size, "recv_counts"),
+                 dtype);
   });
 }
 
@@ -192,10 +206,12 @@ TANDEM_API tandem_result_t tandem_alltoallv(const void* send, const size_t* send
   });
 }
 
-TANDEM_API tandem_result_t tandem_reducescatter(const void* send, void* recv, const size_t* recv_counts,
-                                                tandem_dtype_t dtype, tandem_op_t op) {
+TANDEM_API tandem_result_t tandem_reducescatter(const void* send, void* recv,
+                                                const size_t* recv_counts, tandem_dtype_t dtype,
+                                                tandem_op_t op) {
   return blocking([&](Communicator& c) {
-    c.reducescatter(send, recv, counts_of(recv_counts, c.identity().size, "recv_counts"), dtype, op);
+    c.reducescatter(send, recv, counts_of(recv_counts, c.identity().size, "recv_counts"), dtype,
+                    op);
   });
 }
 
@@ -208,19 +224,24 @@ TANDEM_API tandem_result_t tandem_iallreduce(const void* send, void* recv, size_
                                              double postscale, tandem_request_t* request) {
   return nonblocking(
       request,
-      [&](Communicator& c) { check_reduce_args(c, send, recv, count, dtype, op, prescale, postscale); },
+      [&](Communicator& c) {
+        check_reduce_args(c, send, recv, count, dtype, op, prescale, postscale);
+      },
       [=](Communicator& c) { c.allreduce(send, recv, count, dtype, op, prescale, postscale); });
 }
 
-TANDEM_API tandem_result_t tandem_ibroadcast(void* buf, size_t count, tandem_dtype_t dtype, int root,
-                                             tandem_request_t* request) {
+TANDEM_API tandem_result_t tandem_ibroadcast(void* buf, size_t count, tandem_dtype_t dtype,
+                                             int root, tandem_request_t* request) {
   return nonblocking(
       request,
       [&](Communicator& c) {
-        if (dtype_size(dtype) == 0) throw InvalidArgument("broadcast: unknown data type " + std::to_string(dtype));
-        if (!buf && count > 0) throw InvalidArgument("broadcast: buf is NULL with count " + std::to_string(count));
+        if (dtype_size(dtype) == 0)
+          throw InvalidArgument("broadcast: unknown data type " + std::to_string(dtype));
+        if (!buf && count > 0)
+          throw InvalidArgument("broadcast: buf is NULL with count " + std::to_string(count));
         if (root < 0 || root >= c.identity().size)
-          throw InvalidArgument("broadcast: root " + std::to_string(root) + " is out of range; expected 0.." +
+          throw InvalidArgument("broadcast: root " + std::to_string(root) +
+                                " is out of range; expected 0.." +
                                 std::to_string(c.identity().size - 1));
       },
       [=](Communicator& c) { c.broadcast(buf, count, dtype, root); });
@@ -231,7 +252,8 @@ TANDEM_API tandem_result_t tandem_iallgather(const void* send, size_t count, voi
   return nonblocking(
       request,
       [&](Communicator&) {
-        if (dtype_size(dtype) == 0) throw InvalidArgument("allgather: unknown data type " + std::to_string(dtype));
+        if (dtype_size(dtype) == 0)
+          throw InvalidArgument("allgather: unknown data type " + std::to_string(dtype));
         if (count > 0 && (!send || !recv))
           throw InvalidArgument("allgather: NULL buffer with count " + std::to_string(count));
       },

@@ -16,8 +16,9 @@ TANDEM_API tandem_result_t tandem_elastic_wait_update(int timeout_ms, int64_t* t
     if (!timestamp || !kind) throw tandem::InvalidArgument("timestamp or kind is NULL");
     if (timeout_ms < 0) throw tandem::InvalidArgument("timeout_ms is negative");
     if (!ElasticClient::requested())
-      throw tandem::InvalidArgument("not an elastic launch: no host updates will come "
-                                    "(start the job with srun --horovod=elastic)");
+      throw tandem::InvalidArgument(
+          "not an elastic launch: no host updates will come "
+          "(start the job with srun --horovod=elastic)");
     uint64_t ts = 0;
     uint32_t k = 0;
     got = ElasticClient::instance().wait_update(

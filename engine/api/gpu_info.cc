@@ -12,8 +12,8 @@ thread_local std::string gpu_reason;
 
 extern "C" TANDEM_API int tandem_gpu_available(const char** reason) {
   try {
-    const auto status = tandem::gpu::probe(
-        tandem::gpu::GpuSettings::from(tandem::gpu::process_environment()));
+    const auto status =
+        tandem::gpu::probe(tandem::gpu::GpuSettings::from(tandem::gpu::process_environment()));
     gpu_reason = status.reason;
     if (reason != nullptr) *reason = gpu_reason.c_str();
     return status.available ? 1 : 0;

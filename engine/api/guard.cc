@@ -33,6 +33,4 @@ tandem_result_t record(const std::exception_ptr& e) {
 
 }  // namespace tandem
 
-
-
 extern "C" TANDEM_API const char* tandem_last_error(void) { return tandem::last_error_cstr(); }

@@ -23,9 +23,7 @@ tandem_result_t guarded(F&& body) noexcept {
   try {
     body();
     return TANDEM_SUCCESS;
-  } catch (...) {
-    return record(std::current_exception());
-  }
+  } catch (...) { return record(std::current_exception()); }
 }
 
 }  // namespace tandem

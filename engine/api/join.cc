@@ -11,7 +11,8 @@ std::unique_ptr<Communicator> join_job(const std::function<void(Communicator&)>&
   if (elastic::ElasticClient::requested()) return join_elastic(start);
   CommunicatorOptions options = CommunicatorOptions::from_environment();
   options.setup_log_level = log::Level::kInfo;  // TANDEM_LOG=info describes the world's set-up
-  auto comm = std::make_unique<Communicator>(bootstrap_from_environment(), job_transport(), options);
+  auto comm =
+      std::make_unique<Communicator>(bootstrap_from_environment(), job_transport(), options);
   start(*comm);
   return comm;
 }

@@ -41,8 +41,9 @@ template <typename F>
 tandem_result_t with_handle(tandem_handle_t h, F&& body) noexcept {
   return with_runtime([&](runtime::Runtime& rt) {
     auto state = rt.handles().find(h);
-    if (!state) throw InvalidArgument("handle " + std::to_string(h) +
-                                      " is not a live handle (released, or never returned)");
+    if (!state)
+      throw InvalidArgument("handle " + std::to_string(h) +
+                            " is not a live handle (released, or never returned)");
     body(rt, *state);
   });
 }
@@ -53,8 +54,8 @@ runtime::TensorArg convert(const tandem_tensor_t* t) {
   if (t->ndim < 0 || t->ndim > 32)
     throw InvalidArgument(std::string("'") + t->name + "': ndim " + std::to_string(t->ndim) +
                           " is out of range 0..32");
-  if (t->ndim > 0 && !t->shape) throw InvalidArgument(std::string("'") + t->name +
-                                                      "': shape is NULL with ndim > 0");
+  if (t->ndim > 0 && !t->shape)
+    throw InvalidArgument(std::string("'") + t->name + "': shape is NULL with ndim > 0");
   runtime::TensorArg a;
   a.name = t->name;
   a.input = t->input;
@@ -146,8 +147,8 @@ TANDEM_API tandem_result_t tandem_enqueue_broadcast(const tandem_tensor_t* tenso
   return tandem::api::enqueue(tensor, 1, a, handle);
 }
 
-TANDEM_API tandem_result_t tandem_enqueue_allgather(const tandem_tensor_t* tensor,
-                                                    int process_set, tandem_handle_t* handle) {
+TANDEM_API tandem_result_t tandem_enqueue_allgather(const tandem_tensor_t* tensor, int process_set,
+                                                    tandem_handle_t* handle) {
   rt::OpArgs a;
   a.type = rt::OpType::kAllgather;
   a.process_set = process_set;
@@ -188,8 +189,8 @@ TANDEM_API tandem_result_t tandem_enqueue_barrier(int process_set, tandem_handle
   // One barrier in flight per set and rank; the name is the same on all.
   // Shape [0]: no elements, so no input (ndim 0 would be a one-element scalar).
   static const int64_t kNoElements[1] = {0};
-  tandem_tensor_t t{"tandem:barrier", nullptr, nullptr, TANDEM_UINT8, TANDEM_DEVICE_CPU, 1,
-                    kNoElements};
+  tandem_tensor_t t{"tandem:barrier",  nullptr, nullptr,    TANDEM_UINT8,
+                    TANDEM_DEVICE_CPU, 1,       kNoElements};
   return tandem::api::enqueue(&t, 1, a, handle);
 }
 
@@ -227,8 +228,7 @@ TANDEM_API tandem_result_t tandem_handle_wait(tandem_handle_t handle, double tim
 }
 
 TANDEM_API tandem_result_t tandem_handle_set_callback(tandem_handle_t handle,
-                                                      tandem_callback_t callback,
-                                                      void* user_data) {
+                                                      tandem_callback_t callback, void* user_data) {
   return with_handle(handle, [&](rt::Runtime&, rt::HandleState& h) {
     if (!callback) throw tandem::InvalidArgument("callback is NULL");
     h.set_callback(callback, user_data);
@@ -349,8 +349,8 @@ TANDEM_API tandem_result_t tandem_process_set_ranks(int id, int* ranks, int max,
     auto all = r.process_set_ranks(id);
     *n = static_cast<int>(all.size());
     if (static_cast<int>(all.size()) > max || !ranks)
-      throw tandem::InvalidArgument("ranks has room for " + std::to_string(max) +
-                                    ", the set has " + std::to_string(all.size()));
+      throw tandem::InvalidArgument("ranks has room for " + std::to_string(max) + ", the set has " +
+                                    std::to_string(all.size()));
     std::copy(all.begin(), all.end(), ranks);
   });
 }

@@ -53,7 +53,8 @@ void Worker::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] {
-      return (!queue_.empty() && !busy_.exchange(true)) || (stop_ && queue_.empty() && !busy_.load());
+      return (!queue_.empty() && !busy_.exchange(true)) ||
+             (stop_ && queue_.empty() && !busy_.load());
     });
     if (queue_.empty()) return;  // stopping, nothing left
     auto task = std::move(queue_.front());

@@ -33,8 +33,8 @@ class Worker {
   std::mutex mu_;
   // Separate wake-ups so that a blocking collective never wakes the idle
   // worker thread (which would compete for the CPU with the ranks).
-  std::condition_variable work_cv_;  // the worker: a task is runnable, or stop
-  std::condition_variable idle_cv_;  // run_inline callers: everything before them done
+  std::condition_variable work_cv_;          // the worker: a task is runnable, or stop
+  std::condition_variable idle_cv_;          // run_inline callers: everything before them done
   std::deque<std::function<void()>> queue_;  // under mu_
   bool stop_ = false;                        // under mu_
   // Atomics, so that a blocking collective with nothing queued and nothing
@@ -42,9 +42,9 @@ class Worker {
   // allreduce's time outside the wait). Whoever clears busy_ then reads the
   // other two, and whoever raises one of them then tries busy_: one of the
   // two sides always sees the other (both seq_cst), so no wake-up is lost.
-  std::atomic<bool> busy_{false};          // a collective runs (task or inline)
-  std::atomic<size_t> queued_{0};          // queue_.size()
-  std::atomic<int> inline_waiters_{0};     // run_inline callers waiting on idle_cv_
+  std::atomic<bool> busy_{false};       // a collective runs (task or inline)
+  std::atomic<size_t> queued_{0};       // queue_.size()
+  std::atomic<int> inline_waiters_{0};  // run_inline callers waiting on idle_cv_
   std::thread thread_;
 };
 

@@ -25,8 +25,7 @@ std::optional<int> get_int(const char* name, int min, int max) {
   long x = std::strtol(v->c_str(), &end, 10);
   if (errno != 0 || end == v->c_str() || *end != '\0' || x < min || x > max)
     throw BootstrapError(std::string(name) + "='" + *v + "' is not an integer in [" +
-                         std::to_string(min) + ", " + std::to_string(max) +
-                         "]: fix or unset it");
+                         std::to_string(min) + ", " + std::to_string(max) + "]: fix or unset it");
   return static_cast<int>(x);
 }
 
@@ -36,8 +35,7 @@ std::chrono::milliseconds get_seconds(const char* name, std::chrono::millisecond
   errno = 0;
   char* end = nullptr;
   double s = std::strtod(v->c_str(), &end);
-  if (errno != 0 || end == v->c_str() || *end != '\0' || !std::isfinite(s) || s <= 0 ||
-      s > 86400)
+  if (errno != 0 || end == v->c_str() || *end != '\0' || !std::isfinite(s) || s <= 0 || s > 86400)
     throw BootstrapError(std::string(name) + "='" + *v +
                          "' is not a number of seconds in (0, 86400] (e.g. 30 or 2.5): "
                          "fix or unset it");

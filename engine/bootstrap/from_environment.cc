@@ -49,15 +49,17 @@ std::unique_ptr<Bootstrap> tcp_from_environment() {
   if (!size) missing += " TANDEM_SIZE";
   if (!token) missing += " TANDEM_RENDEZVOUS_TOKEN";
   if (!missing.empty())
-    throw BootstrapError("the TCP rendezvous needs TANDEM_RENDEZVOUS_ADDR, TANDEM_RENDEZVOUS_TOKEN, "
-                         "TANDEM_RANK and TANDEM_SIZE; not set:" + missing +
-                         " (use tandem-run, or set all four on every rank)");
+    throw BootstrapError(
+        "the TCP rendezvous needs TANDEM_RENDEZVOUS_ADDR, TANDEM_RENDEZVOUS_TOKEN, "
+        "TANDEM_RANK and TANDEM_SIZE; not set:" +
+        missing + " (use tandem-run, or set all four on every rank)");
   if (*rank >= *size)
-    throw BootstrapError("TANDEM_RANK=" + std::to_string(*rank) + " is not below TANDEM_SIZE=" +
-                         std::to_string(*size));
+    throw BootstrapError("TANDEM_RANK=" + std::to_string(*rank) +
+                         " is not below TANDEM_SIZE=" + std::to_string(*size));
   if (token->size() < 8)
-    throw BootstrapError("TANDEM_RENDEZVOUS_TOKEN is shorter than 8 characters: use a random "
-                         "secret, e.g. $(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
+    throw BootstrapError(
+        "TANDEM_RENDEZVOUS_TOKEN is shorter than 8 characters: use a random "
+        "secret, e.g. $(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
   TcpBootstrap::Options o;
   o.addr = parse_host_port(*addr, "TANDEM_RENDEZVOUS_ADDR");
   o.token = *token;
@@ -68,7 +70,8 @@ std::unique_ptr<Bootstrap> tcp_from_environment() {
   o.timeout = bootstrap_timeout();
   if (auto job = env::get("TANDEM_JOB_ID")) {
     if (!valid_job_id(*job))
-      throw BootstrapError("TANDEM_JOB_ID='" + *job + "' must be 1-64 characters of A-Z a-z 0-9 . _ -");
+      throw BootstrapError("TANDEM_JOB_ID='" + *job +
+                           "' must be 1-64 characters of A-Z a-z 0-9 . _ -");
     o.job_id = *job;
   }
   auto serve = env::get("TANDEM_RENDEZVOUS_SERVE").value_or("rank0");
@@ -87,7 +90,8 @@ std::unique_ptr<Bootstrap> tcp_from_environment() {
 // SLURM_PROCID. A disagreement is that, never a launcher's doing (tandem-run
 // inside a step sets TANDEM_RENDEZVOUS_SERVE=external and is left alone).
 void check_not_overwritten() {
-  if (!env::get("TANDEM_NNODES") || env::get("TANDEM_RENDEZVOUS_SERVE") == std::string("external")) return;
+  if (!env::get("TANDEM_NNODES") || env::get("TANDEM_RENDEZVOUS_SERVE") == std::string("external"))
+    return;
   auto procid = env::get("SLURM_PROCID");
   if (!procid) return;
   for (const char* var : {"HOROVOD_RANK", "TANDEM_RANK"}) {
@@ -124,8 +128,9 @@ std::unique_ptr<Bootstrap> pmix_or_tcp() {
   try {
     return tcp_from_environment();
   } catch (const Error& e) {
-    throw BootstrapError("PMIx could not be used (" + pmix_unusable_reason() +
-                         ") and the TCP store the plugin set up could not be joined either: " + e.what());
+    throw BootstrapError(
+        "PMIx could not be used (" + pmix_unusable_reason() +
+        ") and the TCP store the plugin set up could not be joined either: " + e.what());
   }
 }
 
@@ -135,9 +140,7 @@ std::string log_node_name() {
   if (auto v = env::get("HOROVOD_HOSTNAME")) return *v;
   try {
     return node_name_from_environment();
-  } catch (const Error&) {
-    return "?";
-  }
+  } catch (const Error&) { return "?"; }
 }
 
 // In auto mode a PMIx launch may fall back to the TCP store (pmix_or_tcp); a
@@ -182,13 +185,14 @@ std::unique_ptr<Bootstrap> bootstrap_from_environment() {
     why = "PMIx unusable: " + pmix_unusable_reason();
   }
   if (through == "the TCP store") through += " at " + *env::get("TANDEM_RENDEZVOUS_ADDR");
-  TANDEM_INFO(bootstrap, "joined through %s (%s) in %.0f ms: rank %d of %d, node %d of %d, "
-              "local rank %d of %d, job %s",
-              through.c_str(), why.c_str(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count(),
-              id.rank, id.size, id.cross_rank, id.cross_size, id.local_rank, id.local_size,
-              id.job_id.c_str());
+  TANDEM_INFO(
+      bootstrap,
+      "joined through %s (%s) in %.0f ms: rank %d of %d, node %d of %d, "
+      "local rank %d of %d, job %s",
+      through.c_str(), why.c_str(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+      id.rank, id.size, id.cross_rank, id.cross_size, id.local_rank, id.local_size,
+      id.job_id.c_str());
   return b;
 }
 

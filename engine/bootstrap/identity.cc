@@ -50,7 +50,8 @@ std::string random_job_id(const std::string& prefix) {
 bool valid_job_id(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
+      return false;
   return true;
 }
 

@@ -23,7 +23,8 @@ std::string make_job_id() {
 
 MemoryWorld::MemoryWorld(int size, std::vector<int> ranks_per_node)
     : size_(size), job_id_(make_job_id()), next_round_(size, 0) {
-  if (size < 1) throw InvalidArgument("MemoryWorld: size must be >= 1, got " + std::to_string(size));
+  if (size < 1)
+    throw InvalidArgument("MemoryWorld: size must be >= 1, got " + std::to_string(size));
   if (ranks_per_node.empty()) ranks_per_node = {size};
   int total = 0;
   for (size_t n = 0; n < ranks_per_node.size(); ++n) {
@@ -36,17 +37,20 @@ MemoryWorld::MemoryWorld(int size, std::vector<int> ranks_per_node)
 }
 
 std::shared_ptr<MemoryWorld> MemoryWorld::with_placement(const std::vector<int>& node_of_rank) {
-  auto world = std::make_shared<MemoryWorld>(static_cast<int>(std::max<size_t>(1, node_of_rank.size())));
+  auto world =
+      std::make_shared<MemoryWorld>(static_cast<int>(std::max<size_t>(1, node_of_rank.size())));
   if (node_of_rank.empty()) return world;
   const int nodes = *std::max_element(node_of_rank.begin(), node_of_rank.end()) + 1;
   std::vector<bool> used(static_cast<size_t>(std::max(nodes, 0)), false);
   for (int n : node_of_rank) {
-    if (n < 0) throw InvalidArgument("MemoryWorld: node numbers must be >= 0, got " + std::to_string(n));
+    if (n < 0)
+      throw InvalidArgument("MemoryWorld: node numbers must be >= 0, got " + std::to_string(n));
     used[static_cast<size_t>(n)] = true;
   }
   for (int n = 0; n < nodes; ++n)
     if (!used[static_cast<size_t>(n)])
-      throw InvalidArgument("MemoryWorld: node " + std::to_string(n) + " holds no rank; number nodes 0..k-1");
+      throw InvalidArgument("MemoryWorld: node " + std::to_string(n) +
+                            " holds no rank; number nodes 0..k-1");
   world->node_of_rank_ = node_of_rank;
   return world;
 }
@@ -78,7 +82,8 @@ std::vector<Bytes> MemoryWorld::allgather(int rank, const Bytes& mine,
   slots[rank] = {true, mine};
   cv_.notify_all();
   auto complete = [&] {
-    for (auto& s : rounds_[round]) if (!s.first) return false;
+    for (auto& s : rounds_[round])
+      if (!s.first) return false;
     return true;
   };
   if (!cv_.wait_for(lock, timeout, complete)) {
@@ -100,7 +105,8 @@ std::vector<Bytes> MemoryWorld::allgather(int rank, const Bytes& mine,
 MemoryBootstrap::MemoryBootstrap(std::shared_ptr<MemoryWorld> world, int rank)
     : world_(std::move(world)), identity_(world_->identity_of(rank)) {}
 
-std::vector<Bytes> MemoryBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
+std::vector<Bytes> MemoryBootstrap::allgather(const Bytes& mine,
+                                              std::chrono::milliseconds timeout) {
   return world_->allgather(identity_.rank, mine, timeout);
 }
 

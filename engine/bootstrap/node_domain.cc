@@ -25,7 +25,8 @@ std::string node_name_from_environment() {
 
 std::string node_local_domain() {
   struct stat st {};
-  const unsigned long long shm = stat("/dev/shm", &st) == 0 ? static_cast<unsigned long long>(st.st_dev) : 0;
+  const unsigned long long shm =
+      stat("/dev/shm", &st) == 0 ? static_cast<unsigned long long>(st.st_dev) : 0;
   char link[64] = {};
   const ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
   const std::string pid = n > 0 ? std::string(link, static_cast<size_t>(n)) : "unknown";

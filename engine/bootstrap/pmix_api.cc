@@ -51,9 +51,7 @@ const PmixApi& pmix_api() {
   std::call_once(once, [] {
     try {
       api = new PmixApi(open_pmix());
-    } catch (const Error& e) {
-      failure = new std::string(e.what());
-    }
+    } catch (const Error& e) { failure = new std::string(e.what()); }
   });
   if (api == nullptr) throw UnsupportedError(*failure);
   return *api;

@@ -27,7 +27,8 @@ int timeout_seconds(std::chrono::milliseconds t) {
 }
 
 // Turns a failed PMIx call into the engine's error type for it.
-[[noreturn]] void throw_pmix(const std::string& what, pmix_status_t rc, std::chrono::milliseconds t) {
+[[noreturn]] void throw_pmix(const std::string& what, pmix_status_t rc,
+                             std::chrono::milliseconds t) {
   const std::string msg = what + ": " + pmix_text(rc);
   if (rc == PMIX_ERR_TIMEOUT)
     throw TimeoutError(what + " did not complete within " + std::to_string(timeout_seconds(t)) +
@@ -72,8 +73,8 @@ class Session {
       pmix_status_t rc = pmix_api().Init(&s.me, nullptr, 0);
       if (rc != PMIX_SUCCESS)
         throw PmixInitError("PMIx_Init failed: " + pmix_text(rc) +
-                             ": no PMIx server answered (start the job with srun --mpi=pmix or "
-                             "mpirun; without a PMIx launcher set TANDEM_BOOTSTRAP=tcp or single)");
+                            ": no PMIx server answered (start the job with srun --mpi=pmix or "
+                            "mpirun; without a PMIx launcher set TANDEM_BOOTSTRAP=tcp or single)");
       s.initialized = true;
       s.pid = getpid();
       std::atexit(finalize_at_exit);
@@ -182,11 +183,13 @@ ValuePtr PmixBootstrap::get(pmix_rank_t rank, const char* key, std::chrono::mill
   return ValuePtr(v);
 }
 
-long long PmixBootstrap::get_int(pmix_rank_t rank, const char* key, std::chrono::milliseconds timeout) {
+long long PmixBootstrap::get_int(pmix_rank_t rank, const char* key,
+                                 std::chrono::milliseconds timeout) {
   return as_integer(*get(rank, key, timeout, false), key);
 }
 
-void PmixBootstrap::fence(bool collect, std::chrono::milliseconds timeout, const std::string& what) {
+void PmixBootstrap::fence(bool collect, std::chrono::milliseconds timeout,
+                          const std::string& what) {
   pmix_proc_t all;
   PMIX_PROC_LOAD(&all, session_.me().nspace, PMIX_RANK_WILDCARD);
   pmix_info_t info[2];
@@ -211,7 +214,8 @@ std::vector<int> PmixBootstrap::node_ids(std::chrono::milliseconds timeout) {
   if (complete) return ids;
   std::string mine = std::to_string(get_int(session_.me().rank, PMIX_NODEID, timeout));
   auto all = allgather(Bytes(mine.begin(), mine.end()), timeout);
-  for (int r = 0; r < identity_.size; ++r) ids[r] = std::stoi(std::string(all[r].begin(), all[r].end()));
+  for (int r = 0; r < identity_.size; ++r)
+    ids[r] = std::stoi(std::string(all[r].begin(), all[r].end()));
   return ids;
 }
 
@@ -242,8 +246,9 @@ PmixBootstrap::PmixBootstrap(std::chrono::milliseconds timeout) {
   if (local_rank != id.local_rank || local_size != id.local_size)
     throw BootstrapError("PMIx gives rank " + std::to_string(id.rank) + " local rank " +
                          std::to_string(local_rank) + " of " + std::to_string(local_size) +
-                         " but its PMIX_NODEID of every rank gives " + std::to_string(id.local_rank) +
-                         " of " + std::to_string(id.local_size) + ": the launcher's job data is inconsistent");
+                         " but its PMIX_NODEID of every rank gives " +
+                         std::to_string(id.local_rank) + " of " + std::to_string(id.local_size) +
+                         ": the launcher's job data is inconsistent");
   identity_ = std::move(id);
 }
 
@@ -254,8 +259,8 @@ PmixBootstrap::PmixBootstrap(std::chrono::milliseconds timeout) {
 // travels with a one-byte header so that an empty blob is never an empty
 // PMIx byte object (which some PMIx versions refuse).
 std::vector<Bytes> PmixBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
-  const std::string key = "tandem." + std::to_string(session_.generation()) + ".ag." +
-                          std::to_string(next_op_++);
+  const std::string key =
+      "tandem." + std::to_string(session_.generation()) + ".ag." + std::to_string(next_op_++);
   Bytes framed;
   framed.reserve(mine.size() + 1);
   framed.push_back('T');
@@ -281,7 +286,9 @@ std::vector<Bytes> PmixBootstrap::allgather(const Bytes& mine, std::chrono::mill
   return out;
 }
 
-void PmixBootstrap::barrier(std::chrono::milliseconds timeout) { fence(false, timeout, "bootstrap barrier"); }
+void PmixBootstrap::barrier(std::chrono::milliseconds timeout) {
+  fence(false, timeout, "bootstrap barrier");
+}
 
 }  // namespace
 

@@ -12,7 +12,10 @@ namespace tandem {
 
 // PMIx_Init found no server: the launcher's PMIx server directory or socket
 // is not visible here (a container that does not see slurmd's spool).
-class PmixInitError : public BootstrapError { public: using BootstrapError::BootstrapError; };
+class PmixInitError : public BootstrapError {
+ public:
+  using BootstrapError::BootstrapError;
+};
 
 // Joins through PMIx (PMIx_Init here, PMIx_Finalize when the bootstrap goes
 // away). Throws BootstrapError when no PMIx server can be reached.

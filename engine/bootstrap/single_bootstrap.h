@@ -9,7 +9,9 @@ class SingleBootstrap : public Bootstrap {
  public:
   SingleBootstrap();
   const Identity& identity() const override { return identity_; }
-  std::vector<Bytes> allgather(const Bytes& mine, std::chrono::milliseconds) override { return {mine}; }
+  std::vector<Bytes> allgather(const Bytes& mine, std::chrono::milliseconds) override {
+    return {mine};
+  }
 
  private:
   Identity identity_;

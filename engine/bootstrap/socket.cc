@@ -63,7 +63,8 @@ HostPort parse_host_port(const std::string& text, const std::string& what) {
 
 void set_nonblocking(int fd) {
   int flags = fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) throw SystemError("fcntl O_NONBLOCK", errno);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+    throw SystemError("fcntl O_NONBLOCK", errno);
 }
 
 void set_nodelay(int fd) {
@@ -77,7 +78,10 @@ Fd listen_any(uint16_t port, uint16_t* bound_port) {
   int last_err = 0;
   for (int family : {AF_INET6, AF_INET}) {
     Fd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!fd) { last_err = errno; continue; }
+    if (!fd) {
+      last_err = errno;
+      continue;
+    }
     int one = 1, zero = 0;
     setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_storage ss{};
@@ -96,7 +100,8 @@ Fd listen_any(uint16_t port, uint16_t* bound_port) {
       a->sin_port = htons(port);
       len = sizeof(*a);
     }
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd.get(), 1024) != 0) {
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 ||
+        ::listen(fd.get(), 1024) != 0) {
       last_err = errno;
       if (last_err == EADDRINUSE) break;  // the other family would fail the same way
       continue;
@@ -116,16 +121,28 @@ namespace {
 // connected socket or sets *err.
 Fd try_connect(const addrinfo* ai, Deadline deadline, int* err) {
   Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
-  if (!fd) { *err = errno; return Fd(); }
+  if (!fd) {
+    *err = errno;
+    return Fd();
+  }
   if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) return fd;
-  if (errno != EINPROGRESS) { *err = errno; return Fd(); }
+  if (errno != EINPROGRESS) {
+    *err = errno;
+    return Fd();
+  }
   pollfd p{fd.get(), POLLOUT, 0};
   int n = ::poll(&p, 1, ms_left(deadline));
-  if (n <= 0) { *err = n == 0 ? ETIMEDOUT : errno; return Fd(); }
+  if (n <= 0) {
+    *err = n == 0 ? ETIMEDOUT : errno;
+    return Fd();
+  }
   int so_err = 0;
   socklen_t len = sizeof(so_err);
   getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_err, &len);
-  if (so_err != 0) { *err = so_err; return Fd(); }
+  if (so_err != 0) {
+    *err = so_err;
+    return Fd();
+  }
   return fd;
 }
 
@@ -169,7 +186,11 @@ bool send_all(int fd, const void* data, size_t len, Deadline deadline, const std
   auto* p = static_cast<const uint8_t*>(data);
   while (len > 0) {
     ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
-    if (n > 0) { p += n; len -= static_cast<size_t>(n); continue; }
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       pollfd pf{fd, POLLOUT, 0};
@@ -187,7 +208,11 @@ bool recv_all(int fd, void* data, size_t len, Deadline deadline, const std::stri
   auto* p = static_cast<uint8_t*>(data);
   while (len > 0) {
     ssize_t n = ::recv(fd, p, len, 0);
-    if (n > 0) { p += n; len -= static_cast<size_t>(n); continue; }
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
     if (n == 0) throw PeerLostError(peer + " closed the connection");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {

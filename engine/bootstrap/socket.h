@@ -23,14 +23,21 @@ class Fd {
   ~Fd() { reset(); }
   Fd(Fd&& o) noexcept : fd_(o.release()) {}
   Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) { reset(); fd_ = o.release(); }
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
     return *this;
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
-  int release() { int f = fd_; fd_ = -1; return f; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
   void reset();
 
  private:

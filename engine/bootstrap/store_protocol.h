@@ -43,7 +43,12 @@ namespace store {
 
 enum class Op : uint8_t { kHello = 1, kSet = 2, kGet = 3, kDel = 4, kBye = 5, kGather = 6 };
 enum class Reply : uint8_t {
-  kOk = 0, kValue = 1, kMissing = 2, kLost = 3, kRejected = 4, kValues = 5
+  kOk = 0,
+  kValue = 1,
+  kMissing = 2,
+  kLost = 3,
+  kRejected = 4,
+  kValues = 5
 };
 
 // Frames above this are refused: bootstrap blobs are small, and a bound stops
@@ -52,9 +57,18 @@ constexpr uint32_t kMaxFrame = 64u << 20;
 
 class Writer {
  public:
-  explicit Writer(uint8_t op) { buf_.resize(4); buf_.push_back(op); }
-  Writer& u32(uint32_t v) { for (int i = 0; i < 4; ++i) buf_.push_back(uint8_t(v >> (8 * i))); return *this; }
-  Writer& u64(uint64_t v) { for (int i = 0; i < 8; ++i) buf_.push_back(uint8_t(v >> (8 * i))); return *this; }
+  explicit Writer(uint8_t op) {
+    buf_.resize(4);
+    buf_.push_back(op);
+  }
+  Writer& u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) buf_.push_back(uint8_t(v >> (8 * i)));
+    return *this;
+  }
+  Writer& u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) buf_.push_back(uint8_t(v >> (8 * i)));
+    return *this;
+  }
   Writer& bytes(const void* p, size_t n) {
     u32(static_cast<uint32_t>(n));
     buf_.insert(buf_.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
@@ -78,8 +92,18 @@ class Reader {
  public:
   Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
   uint8_t u8() { return need(1) ? p_[pos_++] : 0; }
-  uint32_t u32() { uint32_t v = 0; if (need(4)) for (int i = 0; i < 4; ++i) v |= uint32_t(p_[pos_++]) << (8 * i); return v; }
-  uint64_t u64() { uint64_t v = 0; if (need(8)) for (int i = 0; i < 8; ++i) v |= uint64_t(p_[pos_++]) << (8 * i); return v; }
+  uint32_t u32() {
+    uint32_t v = 0;
+    if (need(4))
+      for (int i = 0; i < 4; ++i) v |= uint32_t(p_[pos_++]) << (8 * i);
+    return v;
+  }
+  uint64_t u64() {
+    uint64_t v = 0;
+    if (need(8))
+      for (int i = 0; i < 8; ++i) v |= uint64_t(p_[pos_++]) << (8 * i);
+    return v;
+  }
   Bytes bytes() {
     uint32_t n = u32();
     if (!need(n)) return {};
@@ -87,12 +111,18 @@ class Reader {
     pos_ += n;
     return b;
   }
-  std::string str() { Bytes b = bytes(); return std::string(b.begin(), b.end()); }
+  std::string str() {
+    Bytes b = bytes();
+    return std::string(b.begin(), b.end());
+  }
   bool ok() const { return ok_; }
   bool done() const { return ok_ && pos_ == n_; }
 
  private:
-  bool need(size_t k) { if (!ok_ || n_ - pos_ < k) ok_ = false; return ok_; }
+  bool need(size_t k) {
+    if (!ok_ || n_ - pos_ < k) ok_ = false;
+    return ok_;
+  }
   const uint8_t* p_;
   size_t n_;
   size_t pos_ = 0;

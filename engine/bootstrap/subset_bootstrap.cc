@@ -34,7 +34,8 @@ Identity SubsetBootstrap::subset_identity(const Identity& parent, const std::vec
 
 SubsetBootstrap::SubsetBootstrap(const Identity& parent, std::vector<int> members,
                                  std::string job_id, ParentAllgather parent_allgather)
-    : id_(subset_identity(parent, members, job_id)), members_(std::move(members)),
+    : id_(subset_identity(parent, members, job_id)),
+      members_(std::move(members)),
       parent_(std::move(parent_allgather)) {
   if (!std::is_sorted(members_.begin(), members_.end()) ||
       std::adjacent_find(members_.begin(), members_.end()) != members_.end())
@@ -44,8 +45,9 @@ SubsetBootstrap::SubsetBootstrap(const Identity& parent, std::vector<int> member
 std::vector<Bytes> SubsetBootstrap::allgather(const Bytes& mine,
                                               std::chrono::milliseconds timeout) {
   if (finished_)
-    throw Error("the bootstrap of a process set was used after its Communicator was built; "
-                     "it only works while every rank of the job takes part (a bug in Tandem)");
+    throw Error(
+        "the bootstrap of a process set was used after its Communicator was built; "
+        "it only works while every rank of the job takes part (a bug in Tandem)");
   Bytes tagged;
   tagged.reserve(mine.size() + 1);
   tagged.push_back(kMember);
@@ -82,8 +84,9 @@ void SubsetBootstrap::take_part_as_outsider(const ParentAllgather& parent_allgat
     }
     if (finished) return;
     if (!members_seen)
-      throw BootstrapError("process-set bootstrap: a round with no member in it; every rank "
-                           "must create the same process sets in the same order");
+      throw BootstrapError(
+          "process-set bootstrap: a round with no member in it; every rank "
+          "must create the same process sets in the same order");
   }
 }
 

@@ -75,9 +75,9 @@ TcpBootstrap::TcpBootstrap(Options options) : options_(std::move(options)) {
   prefix_ = "s" + std::to_string(session_) + "/";
   // Identity exchange: "<node name>\t<node domain>\n<job id proposal>";
   // rank 0's job id wins.
-  std::string mine = options_.node_name + "\t" + options_.node_domain + "\n" +
-                     (options_.job_id.empty() && options_.rank == 0 ? random_job_id("tcp")
-                                                                    : options_.job_id);
+  std::string mine =
+      options_.node_name + "\t" + options_.node_domain + "\n" +
+      (options_.job_id.empty() && options_.rank == 0 ? random_job_id("tcp") : options_.job_id);
   identity_.rank = options_.rank;
   identity_.size = options_.size;
   auto all = allgather(Bytes(mine.begin(), mine.end()), options_.timeout);

@@ -32,10 +32,10 @@ class TcpBootstrap : public Bootstrap {
     std::string token;
     int rank = 0;
     int size = 1;
-    std::string node_name;       // ranks with the same name share a node...
-    std::string node_domain;     // ...when they also share this (node_domain.h)
-    std::string job_id;          // empty: rank 0 draws a random one
-    bool host_store = false;     // this rank (rank 0) runs the store at addr.port
+    std::string node_name;                     // ranks with the same name share a node...
+    std::string node_domain;                   // ...when they also share this (node_domain.h)
+    std::string job_id;                        // empty: rank 0 draws a random one
+    bool host_store = false;                   // this rank (rank 0) runs the store at addr.port
     std::chrono::milliseconds timeout{60000};  // joining and the identity exchange
   };
 

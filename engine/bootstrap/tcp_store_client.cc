@@ -11,8 +11,8 @@ namespace {
 constexpr auto kStoreGrace = std::chrono::seconds(5);
 }  // namespace
 
-TcpStoreClient::TcpStoreClient(const HostPort& addr, const std::string& token, int rank,
-                               int size, Deadline deadline)
+TcpStoreClient::TcpStoreClient(const HostPort& addr, const std::string& token, int rank, int size,
+                               Deadline deadline)
     : addr_(addr), name_("the rendezvous store at " + addr.str()) {
   fd_ = connect_until(addr, deadline);
   store::Writer w(static_cast<uint8_t>(store::Op::kHello));
@@ -55,9 +55,7 @@ void TcpStoreClient::send_frame(const Bytes& frame, Deadline deadline) {
   try {
     if (!send_all(fd_.get(), frame.data(), frame.size(), deadline + kStoreGrace, name_))
       store_lost("it stopped reading requests");
-  } catch (const PeerLostError& e) {
-    store_lost(e.what());
-  }
+  } catch (const PeerLostError& e) { store_lost(e.what()); }
 }
 
 Bytes TcpStoreClient::recv_frame(Deadline deadline) {
@@ -73,9 +71,7 @@ Bytes TcpStoreClient::recv_frame(Deadline deadline) {
     if (!recv_all(fd_.get(), body.data(), len, deadline + kStoreGrace, name_))
       store_lost("it stopped in the middle of an answer");
     return body;
-  } catch (const PeerLostError& e) {
-    store_lost(e.what());
-  }
+  } catch (const PeerLostError& e) { store_lost(e.what()); }
 }
 
 void TcpStoreClient::set(const std::string& key, const Bytes& value, Deadline deadline) {

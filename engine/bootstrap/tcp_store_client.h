@@ -32,8 +32,7 @@ class TcpStoreClient {
   // The values of prefix+"0" ... prefix+"<count-1>" in one request, once all
   // are set; nullopt when one is still missing at the deadline. Throws like
   // get().
-  std::optional<std::vector<Bytes>> gather(const std::string& prefix, int count,
-                                           Deadline deadline);
+  std::optional<std::vector<Bytes>> gather(const std::string& prefix, int count, Deadline deadline);
   // Forgets a key (no reply awaited).
   void del(const std::string& key);
 

@@ -95,7 +95,7 @@ struct TcpStoreServer::Impl {
   std::unordered_map<std::string, size_t> present;
   std::unordered_map<std::string, std::list<Conn*>> gathering;
   int job_size = -1;
-  int lost_rank = -1;  // first rank that dropped its connection without BYE
+  int lost_rank = -1;             // first rank that dropped its connection without BYE
   std::map<int, uint32_t> joins;  // HELLOs accepted per rank
 
   // Keys "s<n>/..." of sessions every rank has left (all have joined a later one).
@@ -162,7 +162,8 @@ struct TcpStoreServer::Impl {
       return queue_simple(c, store::Reply::kMissing);
     }
     c.gathering = true;
-    c.wait_deadline = Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
+    c.wait_deadline =
+        Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
     gathering[prefix].push_back(&c);
   }
 
@@ -246,7 +247,8 @@ struct TcpStoreServer::Impl {
     if (timeout_ms == 0) return queue_simple(c, store::Reply::kMissing);
     c.waiting = true;
     c.wait_key = key;
-    c.wait_deadline = Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
+    c.wait_deadline =
+        Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
   }
 
   void set(const std::string& key, Bytes value) {
@@ -311,8 +313,7 @@ struct TcpStoreServer::Impl {
         c.bye = true;
         leave(c);
         return;
-      default:
-        return reject(c, "unknown request " + std::to_string(static_cast<int>(op)));
+      default: return reject(c, "unknown request " + std::to_string(static_cast<int>(op)));
     }
   }
 
@@ -368,7 +369,10 @@ struct TcpStoreServer::Impl {
       }
     }
     for (auto it = conns.begin(); it != conns.end();) {
-      if (!it->dead) { ++it; continue; }
+      if (!it->dead) {
+        ++it;
+        continue;
+      }
       if (it->authed) {
         if (!it->bye && lost_rank < 0) {
           lost_rank = it->rank;

@@ -61,7 +61,7 @@ class TcpStoreServer {
   std::unique_ptr<Impl> impl_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int members_ = 0;  // authenticated connections that have not left
+  int members_ = 0;                          // authenticated connections that have not left
   std::map<uint32_t, int> session_members_;  // the same, by session
   std::atomic<uint64_t> requests_{0}, bytes_in_{0}, bytes_out_{0};
   std::thread thread_;

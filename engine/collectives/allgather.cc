@@ -13,8 +13,7 @@ namespace tandem {
 // link carrying one block per round, like n-1 pairwise rounds, but with
 // two neighbours instead of every rank (partners.h: a transport connects
 // O(log n) peers, not n-1).
-void allgatherv_ring(Transport& t, const void* send, void* recv,
-                     const std::vector<size_t>& bytes) {
+void allgatherv_ring(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes) {
   const int n = t.size(), me = t.rank();
   std::vector<size_t> at(n, 0);
   for (int j = 1; j < n; ++j) at[j] = at[j - 1] + bytes[j - 1];
@@ -30,10 +29,8 @@ void allgatherv_ring(Transport& t, const void* send, void* recv,
 void allgatherv(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes) {
   size_t total = 0;
   for (size_t b : bytes) total += b;
-  if (allgather_uses_bruck(t.size(), total))
-    allgatherv_bruck(t, send, recv, bytes);
-  else
-    allgatherv_ring(t, send, recv, bytes);
+  if (allgather_uses_bruck(t.size(), total)) allgatherv_bruck(t, send, recv, bytes);
+  else allgatherv_ring(t, send, recv, bytes);
 }
 
 }  // namespace tandem

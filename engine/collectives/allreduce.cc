@@ -13,11 +13,9 @@ void allreduce(Transport& t, const void* send, void* recv, size_t count, const R
   switch (algorithm) {
     case AllreduceAlgorithm::kRecursiveDoubling:
       return allreduce_recursive_doubling(t, send, recv, count, r);
-    case AllreduceAlgorithm::kRing:
-      return allreduce_ring(t, send, recv, count, r);
+    case AllreduceAlgorithm::kRing: return allreduce_ring(t, send, recv, count, r);
     case AllreduceAlgorithm::kHalvingDoubling:
-    case AllreduceAlgorithm::kAuto:
-      break;
+    case AllreduceAlgorithm::kAuto: break;
   }
   allreduce_halving_doubling(t, send, recv, count, r);
 }

@@ -24,10 +24,8 @@ void broadcast_binomial(Transport& t, void* buf, size_t bytes, int root) {
 }
 
 void broadcast(Transport& t, void* buf, size_t bytes, int root) {
-  if (broadcast_uses_scatter(t.size(), bytes))
-    broadcast_scatter_allgather(t, buf, bytes, root);
-  else
-    broadcast_binomial(t, buf, bytes, root);
+  if (broadcast_uses_scatter(t.size(), bytes)) broadcast_scatter_allgather(t, buf, bytes, root);
+  else broadcast_binomial(t, buf, bytes, root);
 }
 
 }  // namespace tandem

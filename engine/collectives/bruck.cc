@@ -13,7 +13,8 @@
 
 namespace tandem {
 
-void allgatherv_bruck(Transport& t, const void* send, void* recv, const std::vector<size_t>& bytes) {
+void allgatherv_bruck(Transport& t, const void* send, void* recv,
+                      const std::vector<size_t>& bytes) {
   const int n = t.size(), me = t.rank();
   std::vector<size_t> rot(n + 1, 0);  // rot[k]: offset of the k-th block in rotated order
   for (int k = 0; k < n; ++k) rot[k + 1] = rot[k] + bytes[(me + k) % n];

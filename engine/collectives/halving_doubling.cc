@@ -33,7 +33,9 @@ void allreduce_halving_doubling(Transport& t, const void* send, void* recv, size
   if (!f.idle) {
     const steps::Blocks b(count, es, f.p);
     char* out = static_cast<char*>(recv);
-    struct Split { int peer, keep_lo, keep_hi, give_lo, give_hi; };
+    struct Split {
+      int peer, keep_lo, keep_hi, give_lo, give_hi;
+    };
     Split split[32];
     int depth = 0;
     int lo = 0, hi = f.p;

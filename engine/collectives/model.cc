@@ -53,8 +53,7 @@ double predicted_seconds(AllreduceAlgorithm a, int n, size_t bytes, const LinkMo
   const int p = 1 << k;
   const double fold = p == n ? 0 : exchange(l, m, m) + move(l, m);  // in and out
   switch (a) {
-    case AllreduceAlgorithm::kRecursiveDoubling:
-      return fold + k * exchange(l, m, m);
+    case AllreduceAlgorithm::kRecursiveDoubling: return fold + k * exchange(l, m, m);
     case AllreduceAlgorithm::kHalvingDoubling: {
       double t = fold;
       double part = m;
@@ -68,8 +67,7 @@ double predicted_seconds(AllreduceAlgorithm a, int n, size_t bytes, const LinkMo
       const double block = m / n;
       return (n - 1) * (exchange(l, block, block) + move(l, block));
     }
-    case AllreduceAlgorithm::kAuto:
-      break;
+    case AllreduceAlgorithm::kAuto: break;
   }
   throw InvalidArgument("predicted_seconds: no model for algorithm 'auto'");
 }

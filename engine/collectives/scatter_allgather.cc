@@ -29,7 +29,8 @@ void broadcast_scatter_allgather(Transport& t, void* buf, size_t bytes, int root
     mask <<= 1;
   }
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (vr + mask < n) t.send((vr + mask + root) % n, data + at(vr + mask), range(vr + mask, vr + 2 * mask));
+    if (vr + mask < n)
+      t.send((vr + mask + root) % n, data + at(vr + mask), range(vr + mask, vr + 2 * mask));
   const int next = (me + 1) % n, prev = (me - 1 + n) % n;
   for (int s = 0; s < n - 1; ++s) {
     const int give = (vr - s + n) % n, take = (vr - s - 1 + n) % n;

@@ -26,8 +26,8 @@ Reduction stage(const Reduction& r, bool raw_inputs, bool last) {
 
 namespace {
 
-void combine_piece(const char* theirs, const char* mine, char* out, size_t count,
-                   bool theirs_first, const Reduction& r) {
+void combine_piece(const char* theirs, const char* mine, char* out, size_t count, bool theirs_first,
+                   const Reduction& r) {
   const void* in[2] = {theirs_first ? static_cast<const void*>(theirs) : mine,
                        theirs_first ? static_cast<const void*>(mine) : theirs};
   reduce(out, in, 2, count, r);
@@ -119,10 +119,8 @@ Start fold_in(Transport& t, const Fold& f, const void* send, void* recv, size_t 
 void fold_out(Transport& t, const Fold& f, void* recv, size_t count, size_t elem_size) {
   const int me = t.rank();
   if (!f.paired(me)) return;
-  if (f.idle)
-    t.recv(me + 1, recv, count * elem_size);
-  else
-    t.send(me - 1, recv, count * elem_size);
+  if (f.idle) t.recv(me + 1, recv, count * elem_size);
+  else t.send(me - 1, recv, count * elem_size);
 }
 
 }  // namespace steps

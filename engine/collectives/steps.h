@@ -71,10 +71,10 @@ class Blocks {
 // power of two nobody folds.
 struct Fold {
   Fold(int n, int rank);
-  int p = 1;           // ranks in the power-of-two algorithm
-  int extra = 0;       // n - p
-  bool idle = false;   // an even rank of a pair: waits for the result
-  int index = -1;      // this rank's index among the p, -1 when idle
+  int p = 1;                     // ranks in the power-of-two algorithm
+  int extra = 0;                 // n - p
+  bool idle = false;             // an even rank of a pair: waits for the result
+  int index = -1;                // this rank's index among the p, -1 when idle
   int rank_of(int index) const;  // group rank of index i among the p
   bool paired(int rank) const { return rank < 2 * extra; }
 };

@@ -23,15 +23,42 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class InvalidArgument : public Error { public: using Error::Error; };
-class NotInitializedError : public Error { public: using Error::Error; };
-class BootstrapError : public Error { public: using Error::Error; };
-class PeerLostError : public Error { public: using Error::Error; };
-class TimeoutError : public Error { public: using Error::Error; };
-class MismatchError : public Error { public: using Error::Error; };
-class DuplicateNameError : public Error { public: using Error::Error; };
-class UnsupportedError : public Error { public: using Error::Error; };
-class AbortedError : public Error { public: using Error::Error; };
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+class NotInitializedError : public Error {
+ public:
+  using Error::Error;
+};
+class BootstrapError : public Error {
+ public:
+  using Error::Error;
+};
+class PeerLostError : public Error {
+ public:
+  using Error::Error;
+};
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+class DuplicateNameError : public Error {
+ public:
+  using Error::Error;
+};
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
+};
+class AbortedError : public Error {
+ public:
+  using Error::Error;
+};
 class SystemError : public Error {
  public:
   // what: the call that failed and its subject, e.g. "shm_open /tandem-..".
@@ -39,6 +66,7 @@ class SystemError : public Error {
   // A failure that has no errno (a device's, gpu/gpu_errors.h).
   explicit SystemError(const std::string& message) : Error(message), code_(0) {}
   int code() const { return code_; }
+
  private:
   int code_;
 };

@@ -22,8 +22,9 @@ std::atomic<uint32_t> g_enabled[kLevels] = {~0u, ~0u, ~0u, ~0u, ~0u};
 namespace {
 
 constexpr const char* kLevelNames[kLevels] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
-constexpr const char* kSubsystemNames[kSubsystems] = {
-    "bootstrap", "elastic", "shm", "tcp", "coll", "runtime", "gpu", "api", "plugin", "tools", "python"};
+constexpr const char* kSubsystemNames[kSubsystems] = {"bootstrap", "elastic", "shm",   "tcp",
+                                                      "coll",      "runtime", "gpu",   "api",
+                                                      "plugin",    "tools",   "python"};
 
 struct State {
   std::mutex mu;
@@ -96,7 +97,8 @@ void configure_lazily() {
     apply_locked(s, c);
   }
   if (!problem.empty())
-    emit(Level::kError, Subsys::api, __FILE__, __LINE__, problem + " (logging warnings and errors)");
+    emit(Level::kError, Subsys::api, __FILE__, __LINE__,
+         problem + " (logging warnings and errors)");
 }
 
 const char* basename_of(const char* file) {

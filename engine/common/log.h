@@ -72,9 +72,7 @@ const char* subsystem_name(Subsys subsys);  // "tcp"
 struct Config {
   Level level = Level::kWarn;
   uint32_t subsystems = kAllSubsystems;  // bit i: Subsys i, for info and below
-  bool operator==(const Config& o) const {
-    return level == o.level && subsystems == o.subsystems;
-  }
+  bool operator==(const Config& o) const { return level == o.level && subsystems == o.subsystems; }
   bool enables(Level l, Subsys s) const;
 };
 
@@ -124,28 +122,26 @@ void unconfigure_for_tests();
 
 inline bool enabled(Level level, Subsys subsys) {
   return (detail::g_enabled[static_cast<int>(level)].load(std::memory_order_relaxed) >>
-          static_cast<int>(subsys)) & 1u;
+          static_cast<int>(subsys)) &
+         1u;
 }
 
 // printf-style; out of line, called only when enabled() (use the macros).
 void write(Level level, Subsys subsys, const char* file, int line, const char* format, ...)
     __attribute__((format(printf, 5, 6)));
 // A message already formatted.
-void write_string(Level level, Subsys subsys, const char* file, int line,
-                  std::string_view message);
+void write_string(Level level, Subsys subsys, const char* file, int line, std::string_view message);
 // Written whatever the configuration: what the user asked for with a switch
 // of its own (TANDEM_SHM_STATS, TANDEM_TCP_STATS) and security events (a
 // rejected connection), which no log level may hide.
-void write_always(Level level, Subsys subsys, const char* file, int line,
-                  std::string_view message);
+void write_always(Level level, Subsys subsys, const char* file, int line, std::string_view message);
 
 }  // namespace tandem::log
 
-#define TANDEM_LOG_AT(level, subsys, ...)                                                     \
-  do {                                                                                        \
-    if (__builtin_expect(::tandem::log::enabled(level, ::tandem::log::Subsys::subsys), 0))    \
-      ::tandem::log::write(level, ::tandem::log::Subsys::subsys, __FILE__, __LINE__,          \
-                           __VA_ARGS__);                                                      \
+#define TANDEM_LOG_AT(level, subsys, ...)                                                          \
+  do {                                                                                             \
+    if (__builtin_expect(::tandem::log::enabled(level, ::tandem::log::Subsys::subsys), 0))         \
+      ::tandem::log::write(level, ::tandem::log::Subsys::subsys, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 // TANDEM_INFO(tcp, "listening on %s", name.c_str());
@@ -156,7 +152,7 @@ void write_always(Level level, Subsys subsys, const char* file, int line,
 #define TANDEM_TRACE(subsys, ...) TANDEM_LOG_AT(::tandem::log::Level::kTrace, subsys, __VA_ARGS__)
 // Whether a level of a subsystem is printed, to skip building what only a
 // message would use: if (TANDEM_LOG_ENABLED(kDebug, tcp)) { ... }
-#define TANDEM_LOG_ALWAYS(level, subsys, message)                                    \
+#define TANDEM_LOG_ALWAYS(level, subsys, message)                                         \
   ::tandem::log::write_always(::tandem::log::Level::level, ::tandem::log::Subsys::subsys, \
                               __FILE__, __LINE__, message)
 #define TANDEM_LOG_ENABLED(level, subsys) \

@@ -22,8 +22,16 @@ namespace {
 constexpr size_t kBlock = 512;
 constexpr size_t kFew = 8;  // elements: see kernel
 
-inline uint32_t f2u(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float u2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t f2u(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float u2f(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 // IEEE half <-> float, branch-free so that the loops still vectorise.
 // Widening is exact; narrowing rounds to nearest even, NaN stays a (quiet) NaN.
@@ -84,7 +92,8 @@ void narrow_half_portable(const float* s, uint16_t* d, size_t m) {
 __attribute__((target("avx2,f16c"))) void widen_half_f16c(const uint16_t* s, float* d, size_t m) {
   size_t i = 0;
   for (; i + 8 <= m; i += 8)
-    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+    _mm256_storeu_ps(d + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
   for (; i < m; ++i) d[i] = half_to_float(s[i]);
 }
 __attribute__((target("avx2,f16c"))) void narrow_half_f16c(const float* s, uint16_t* d, size_t m) {
@@ -173,12 +182,42 @@ inline A wrap_mul(A a, A b) {
   }
 }
 
-struct SumOp { template <typename A> static A apply(A a, A b) { return wrap_add(a, b); } };
-struct ProdOp { template <typename A> static A apply(A a, A b) { return wrap_mul(a, b); } };
-struct MinOp { template <typename A> static A apply(A a, A b) { return b < a ? b : a; } };
-struct MaxOp { template <typename A> static A apply(A a, A b) { return a < b ? b : a; } };
-struct OrOp { template <typename A> static A apply(A a, A b) { return a | b; } };
-struct AndOp { template <typename A> static A apply(A a, A b) { return a & b; } };
+struct SumOp {
+  template <typename A>
+  static A apply(A a, A b) {
+    return wrap_add(a, b);
+  }
+};
+struct ProdOp {
+  template <typename A>
+  static A apply(A a, A b) {
+    return wrap_mul(a, b);
+  }
+};
+struct MinOp {
+  template <typename A>
+  static A apply(A a, A b) {
+    return b < a ? b : a;
+  }
+};
+struct MaxOp {
+  template <typename A>
+  static A apply(A a, A b) {
+    return a < b ? b : a;
+  }
+};
+struct OrOp {
+  template <typename A>
+  static A apply(A a, A b) {
+    return a | b;
+  }
+};
+struct AndOp {
+  template <typename A>
+  static A apply(A a, A b) {
+    return a & b;
+  }
+};
 
 // Rounds a block of accumulators to the storage type and back: what
 // storing an intermediate result in a float16/bfloat16 buffer does.
@@ -249,7 +288,8 @@ void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduc
         for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], tmp[i]);
         if (k < n - 1 || avg || post) round_to_storage<E>(acc, m);
       } else if (pre) {
-        for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], static_cast<A>(E::load(s[i]) * ps));
+        for (size_t i = 0; i < m; ++i)
+          acc[i] = Op::apply(acc[i], static_cast<A>(E::load(s[i]) * ps));
       } else {
         for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], E::load(s[i]));
       }
@@ -295,16 +335,21 @@ void by_op_bool(void* out, const void* const* in, int n, size_t count, const Red
 
 size_t dtype_size(int dtype) {
   switch (dtype) {
-    case TANDEM_UINT8: case TANDEM_INT8: case TANDEM_BOOL: return 1;
-    case TANDEM_FLOAT16: case TANDEM_BFLOAT16: return 2;
-    case TANDEM_INT32: case TANDEM_FLOAT32: return 4;
-    case TANDEM_INT64: case TANDEM_FLOAT64: return 8;
+    case TANDEM_UINT8:
+    case TANDEM_INT8:
+    case TANDEM_BOOL: return 1;
+    case TANDEM_FLOAT16:
+    case TANDEM_BFLOAT16: return 2;
+    case TANDEM_INT32:
+    case TANDEM_FLOAT32: return 4;
+    case TANDEM_INT64:
+    case TANDEM_FLOAT64: return 8;
     default: return 0;
   }
 }
 
 const char* dtype_name(int dtype) {
-  static const char* const names[] = {"uint8",   "int8",     "int32",   "int64", "float16",
+  static const char* const names[] = {"uint8",    "int8",    "int32",   "int64", "float16",
                                       "bfloat16", "float32", "float64", "bool"};
   return dtype >= 0 && dtype < TANDEM_DTYPE_COUNT_ ? names[dtype] : "unknown";
 }

@@ -70,8 +70,8 @@ std::vector<std::string> settings_differing_from_defaults() {
 }
 
 int64_t parse_int_setting(const char* name, const char* v, int64_t min, int64_t max) {
-  const std::string expected = "an integer between " + std::to_string(min) + " and " +
-                               std::to_string(max);
+  const std::string expected =
+      "an integer between " + std::to_string(min) + " and " + std::to_string(max);
   char* end = nullptr;
   errno = 0;
   const long long x = std::strtoll(v, &end, 10);
@@ -86,8 +86,8 @@ double parse_double_setting(const char* name, const char* v, double min, double 
   char* end = nullptr;
   errno = 0;
   const double x = std::strtod(v, &end);
-  if (std::isspace(static_cast<unsigned char>(*v)) || end == v || *end != '\0' ||
-      errno == ERANGE || !std::isfinite(x))
+  if (std::isspace(static_cast<unsigned char>(*v)) || end == v || *end != '\0' || errno == ERANGE ||
+      !std::isfinite(x))
     reject(name, v, expected);
   if (x < min || x > max) reject(name, v, expected);
   return x;

@@ -17,7 +17,8 @@ class SharedLibrary {
   // Opens the first candidate that loads (a soname searched the usual way or
   // a path). Throws UnsupportedError listing every candidate with dlerror()'s
   // answer, so "not found" and "found but broken" can be told apart.
-  static SharedLibrary open_first(const std::string& what, const std::vector<std::string>& candidates,
+  static SharedLibrary open_first(const std::string& what,
+                                  const std::vector<std::string>& candidates,
                                   const std::string& hint);
 
   // Throws UnsupportedError naming the library and the symbol: a library

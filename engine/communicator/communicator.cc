@@ -31,8 +31,9 @@ size_t need_dtype(const char* what, int dtype) {
 
 void need_counts(const char* what, const char* name, const std::vector<size_t>& counts, int size) {
   if (static_cast<int>(counts.size()) != size)
-    throw InvalidArgument(std::string(what) + ": " + name + " has " + std::to_string(counts.size()) +
-                          " entries, expected one per rank (" + std::to_string(size) + ")");
+    throw InvalidArgument(std::string(what) + ": " + name + " has " +
+                          std::to_string(counts.size()) + " entries, expected one per rank (" +
+                          std::to_string(size) + ")");
 }
 
 size_t sum(const std::vector<size_t>& v) {
@@ -110,7 +111,9 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
 
 Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactory connect,
                            const CommunicatorOptions& options)
-    : bootstrap_(std::move(bootstrap)), connect_(std::move(connect)), options_(options),
+    : bootstrap_(std::move(bootstrap)),
+      connect_(std::move(connect)),
+      options_(options),
       id_(bootstrap_->identity()) {
   ShmOptions so;
   so.timeout = options.timeout;
@@ -152,27 +155,27 @@ void Communicator::log_setup() const {
   auto say = [&](log::Subsys s, const std::string& text) {
     if (log::enabled(level, s)) log::write_string(level, s, __FILE__, __LINE__, text);
   };
-  std::string layout = std::to_string(id_.size) + (id_.size == 1 ? " rank" : " ranks") +
-                       " on " + std::to_string(id_.cross_size) +
-                       (id_.cross_size == 1 ? " node" : " nodes");
+  std::string layout = std::to_string(id_.size) + (id_.size == 1 ? " rank" : " ranks") + " on " +
+                       std::to_string(id_.cross_size) + (id_.cross_size == 1 ? " node" : " nodes");
   if (id_.cross_size > 1) {
     std::string counts;
-    for (const auto& node : nodes_) counts += (counts.empty() ? "" : "+") + std::to_string(node.size());
+    for (const auto& node : nodes_)
+      counts += (counts.empty() ? "" : "+") + std::to_string(node.size());
     layout += " (" + counts + ")";
     layout += "; this is node " + std::to_string(id_.cross_rank) + ", ranks " +
               ranks_text(nodes_[static_cast<size_t>(id_.cross_rank)]);
   }
-  layout += "; local rank " + std::to_string(id_.local_rank) + " of " +
-            std::to_string(id_.local_size);
+  layout +=
+      "; local rank " + std::to_string(id_.local_rank) + " of " + std::to_string(id_.local_size);
   say(log::Subsys::coll, "layout: " + layout);
   say(log::Subsys::shm,
       "shared memory: " + std::to_string(shm_->local_size()) + " local ranks, " +
           (shm_->local_size() == 1 ? std::string("nothing to share")
-           : shm_->single_copy()  ? std::string("single copy between ranks (CMA)")
+           : shm_->single_copy()   ? std::string("single copy between ranks (CMA)")
            : shm_->single_copy_slower()
                ? std::string("staged through the segment (CMA permitted, measured slower here)")
-           : options_.shm_cma     ? std::string("staged through the segment (CMA refused)")
-                                  : std::string("staged through the segment (TANDEM_SHM_CMA=0)")) +
+           : options_.shm_cma ? std::string("staged through the segment (CMA refused)")
+                              : std::string("staged through the segment (TANDEM_SHM_CMA=0)")) +
           ", " + std::to_string(options_.shm_chunk_bytes >> 10) + " KiB pipeline steps");
   if (!cross_) {
     say(log::Subsys::tcp, "one node: no transport between nodes");
@@ -180,14 +183,12 @@ void Communicator::log_setup() const {
   }
   say(log::Subsys::tcp, "between nodes: " + cross_->describe() +
                             (uniform_ ? "" : " (uneven nodes: the local rank 0s carry it)"));
-  const std::string choice =
-      options_.allreduce_algorithm == AllreduceAlgorithm::kAuto
-          ? "auto: " + allreduce_choices(id_.cross_size)
-          : std::string(algorithm_name(options_.allreduce_algorithm)) +
-                " (TANDEM_ALLREDUCE_ALGORITHM)";
+  const std::string choice = options_.allreduce_algorithm == AllreduceAlgorithm::kAuto
+                                 ? "auto: " + allreduce_choices(id_.cross_size)
+                                 : std::string(algorithm_name(options_.allreduce_algorithm)) +
+                                       " (TANDEM_ALLREDUCE_ALGORITHM)";
   say(log::Subsys::coll, "allreduce across " + std::to_string(id_.cross_size) +
-                             " nodes: inside each node over shared memory, across them " +
-                             choice);
+                             " nodes: inside each node over shared memory, across them " + choice);
 }
 
 Communicator::~Communicator() = default;
@@ -227,9 +228,7 @@ void Communicator::poison(const std::exception_ptr& e) {
   } catch (const TimeoutError& x) {
     msg = x.what();
     kind = AbortKind::kTimeout;
-  } catch (const std::exception& x) {
-    msg = x.what();
-  }
+  } catch (const std::exception& x) { msg = x.what(); }
   {
     std::lock_guard<std::mutex> lock(poison_mu_);
     if (!failed_) failed_ = e;
@@ -270,13 +269,13 @@ std::exception_ptr Communicator::prefer_local_record(std::exception_ptr e) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   try {
     shm_->check_aborted();
-  } catch (const Error&) {
-    return std::current_exception();
-  }
+  } catch (const Error&) { return std::current_exception(); }
   return e;
 }
 
-void Communicator::abort(const std::string& why) { poison(std::make_exception_ptr(AbortedError(why))); }
+void Communicator::abort(const std::string& why) {
+  poison(std::make_exception_ptr(AbortedError(why)));
+}
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, tandem_dtype_t dtype,
                              tandem_op_t op, double prescale, double postscale) {
@@ -286,10 +285,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, tandem_
   if (count == 0) return;
   Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
-    if (id_.cross_size == 1)
-      shm_->allreduce(send, recv, count, r);
-    else
-      hierarchical_allreduce(send, recv, count, r);
+    if (id_.cross_size == 1) shm_->allreduce(send, recv, count, r);
+    else hierarchical_allreduce(send, recv, count, r);
   });
 }
 
@@ -302,10 +299,8 @@ void Communicator::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, t
   if (count == 0) return;
   Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
-    if (id_.cross_size == 1)
-      shm_->allreduce(buf, buf, count, r, {}, &out, source);
-    else
-      hierarchical_allreduce(buf, buf, count, r, &out, source);
+    if (id_.cross_size == 1) shm_->allreduce(buf, buf, count, r, {}, &out, source);
+    else hierarchical_allreduce(buf, buf, count, r, &out, source);
   });
 }
 
@@ -323,16 +318,20 @@ void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t c
   Reduction across = r;
   across.prescale = 1.0;  // applied once, inside the node
   if (uniform_) {
-    shm_->allreduce(send, recv, count, r, [&](void* part, size_t n) {
-      tandem::allreduce(*cross_, part, n, across, options_.allreduce_algorithm);
-    }, out, source);
+    shm_->allreduce(
+        send, recv, count, r,
+        [&](void* part, size_t n) {
+          tandem::allreduce(*cross_, part, n, across, options_.allreduce_algorithm);
+        },
+        out, source);
     return;
   }
   if (source) copy_from_source(*source, 0, recv, count * dtype_size(r.dtype));  // recv == send
   Reduction node = r;
   node.finalize = false;
   shm_->allreduce(send, recv, count, node);
-  if (id_.local_rank == 0) tandem::allreduce(*cross_, recv, count, across, options_.allreduce_algorithm);
+  if (id_.local_rank == 0)
+    tandem::allreduce(*cross_, recv, count, across, options_.allreduce_algorithm);
   shm_->broadcast(recv, count * dtype_size(r.dtype), 0);
   if (out) (*out)(0, recv, count * dtype_size(r.dtype));
 }
@@ -341,14 +340,12 @@ void Communicator::broadcast(void* buf, size_t count, tandem_dtype_t dtype, int 
   const size_t es = need_dtype("broadcast", dtype);
   need_buffer("broadcast", "buf", buf, count);
   if (root < 0 || root >= id_.size)
-    throw InvalidArgument("broadcast: root " + std::to_string(root) + " is out of range; expected 0.." +
-                          std::to_string(id_.size - 1));
+    throw InvalidArgument("broadcast: root " + std::to_string(root) +
+                          " is out of range; expected 0.." + std::to_string(id_.size - 1));
   if (count == 0) return;
   run([&] {
-    if (id_.cross_size == 1)
-      shm_->broadcast(buf, count * es, root);
-    else
-      hierarchical_broadcast(buf, count * es, root);
+    if (id_.cross_size == 1) shm_->broadcast(buf, count * es, root);
+    else hierarchical_broadcast(buf, count * es, root);
   });
 }
 
@@ -380,7 +377,8 @@ void Communicator::hierarchical_broadcast(void* buf, size_t bytes, int root) {
     slice[j] = std::min(bytes, lo + per) - lo;
   }
   const size_t mine = std::min(bytes, per * id_.local_rank);
-  if (slice[id_.local_rank]) tandem::broadcast(*cross_, data + mine, slice[id_.local_rank], root_node);
+  if (slice[id_.local_rank])
+    tandem::broadcast(*cross_, data + mine, slice[id_.local_rank], root_node);
   if (!root_here) shm_->allgatherv(data + mine, data, slice);
 }
 
@@ -400,10 +398,8 @@ void Communicator::allgatherv(const void* send, size_t send_count, void* recv,
   need_buffer("allgather", "recv", recv, sum(recv_counts));
   if (sum(recv_counts) == 0) return;
   run([&] {
-    if (id_.cross_size == 1)
-      shm_->allgatherv(send, recv, scaled(recv_counts, es));
-    else
-      hierarchical_allgatherv(send, recv, scaled(recv_counts, es));
+    if (id_.cross_size == 1) shm_->allgatherv(send, recv, scaled(recv_counts, es));
+    else hierarchical_allgatherv(send, recv, scaled(recv_counts, es));
   });
 }
 
@@ -460,7 +456,8 @@ void Communicator::alltoallv(const void* send, const std::vector<size_t>& send_c
   need_counts("alltoall", "recv_counts", recv_counts, id_.size);
   if (send_counts[id_.rank] != recv_counts[id_.rank])
     throw InvalidArgument("alltoallv: this rank sends " + std::to_string(send_counts[id_.rank]) +
-                          " elements to itself but receives " + std::to_string(recv_counts[id_.rank]));
+                          " elements to itself but receives " +
+                          std::to_string(recv_counts[id_.rank]));
   need_buffer("alltoall", "send", send, sum(send_counts));
   need_buffer("alltoall", "recv", recv, sum(recv_counts));
   if (send == recv && sum(send_counts) > 0)
@@ -469,13 +466,14 @@ void Communicator::alltoallv(const void* send, const std::vector<size_t>& send_c
     if (id_.cross_size == 1)
       shm_->alltoallv(send, scaled(send_counts, es), recv, scaled(recv_counts, es));
     else
-      tandem::alltoallv(world_transport(), send, scaled(send_counts, es), recv, scaled(recv_counts, es));
+      tandem::alltoallv(world_transport(), send, scaled(send_counts, es), recv,
+                        scaled(recv_counts, es));
   });
 }
 
-void Communicator::reducescatter(const void* send, void* recv, const std::vector<size_t>& recv_counts,
-                                 tandem_dtype_t dtype, tandem_op_t op, double prescale,
-                                 double postscale) {
+void Communicator::reducescatter(const void* send, void* recv,
+                                 const std::vector<size_t>& recv_counts, tandem_dtype_t dtype,
+                                 tandem_op_t op, double prescale, double postscale) {
   check_reduction("reducescatter", dtype, op, prescale, postscale);
   need_counts("reducescatter", "recv_counts", recv_counts, id_.size);
   need_buffer("reducescatter", "send", send, sum(recv_counts));
@@ -483,10 +481,8 @@ void Communicator::reducescatter(const void* send, void* recv, const std::vector
   if (sum(recv_counts) == 0) return;
   Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
-    if (id_.cross_size == 1)
-      shm_->reducescatter(send, recv, recv_counts, r);
-    else
-      tandem::reducescatter(world_transport(), send, recv, recv_counts, r);
+    if (id_.cross_size == 1) shm_->reducescatter(send, recv, recv_counts, r);
+    else tandem::reducescatter(world_transport(), send, recv, recv_counts, r);
   });
 }
 

@@ -55,15 +55,15 @@ using TransportFactory = std::function<std::unique_ptr<Transport>(
     const std::vector<int>& planned)>;
 
 struct CommunicatorOptions {
-  std::chrono::milliseconds timeout{300000};  // TANDEM_TIMEOUT
-  size_t shm_chunk_bytes = size_t{256} << 10;  // TANDEM_SHM_CHUNK_BYTES
+  std::chrono::milliseconds timeout{300000};     // TANDEM_TIMEOUT
+  size_t shm_chunk_bytes = size_t{256} << 10;    // TANDEM_SHM_CHUNK_BYTES
   size_t shm_max_chunk_bytes = size_t{4} << 20;  // TANDEM_SHM_MAX_CHUNK_BYTES
-  size_t shm_arena_bytes = size_t{64} << 20;   // TANDEM_SHM_ARENA_BYTES
-  int shm_spin_us = 50;                        // TANDEM_SHM_SPIN_US
-  bool shm_stats = false;                      // TANDEM_SHM_STATS
-  int shm_cma = 1;                             // TANDEM_SHM_CMA: 0, 1 (measured), 2
+  size_t shm_arena_bytes = size_t{64} << 20;     // TANDEM_SHM_ARENA_BYTES
+  int shm_spin_us = 50;                          // TANDEM_SHM_SPIN_US
+  bool shm_stats = false;                        // TANDEM_SHM_STATS
+  int shm_cma = 1;                               // TANDEM_SHM_CMA: 0, 1 (measured), 2
   // Tests: force one node-local allreduce algorithm (shm/shm_group.h).
-  int shm_allreduce_path = 0;                  // 0 auto, 1 staged, 2 direct
+  int shm_allreduce_path = 0;  // 0 auto, 1 staged, 2 direct
   // Connect the transport joining every rank in the constructor rather than
   // on first use, so that the bootstrap is never used after construction
   // (a process set's bootstrap only works while the whole world takes part:
@@ -110,9 +110,8 @@ class Communicator {
   // this rank's own parts are reduced straight from the source.
   using ResultSink = std::function<void(size_t offset, const void* data, size_t bytes)>;
   using InputSource = tandem::InputSource;
-  void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
-                    double prescale, double postscale, const ResultSink& out,
-                    const InputSource* source = nullptr);
+  void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op, double prescale,
+                    double postscale, const ResultSink& out, const InputSource* source = nullptr);
   void broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root);
   void allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype);
   // recv_counts has size() entries; send_count must be recv_counts[rank].
@@ -155,8 +154,7 @@ class Communicator {
   std::exception_ptr prefer_local_record(std::exception_ptr e);
   Transport& world_transport();
   void hierarchical_allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                              const ResultSink* out = nullptr,
-                              const InputSource* source = nullptr);
+                              const ResultSink* out = nullptr, const InputSource* source = nullptr);
   void hierarchical_broadcast(void* buf, size_t bytes, int root);
   void hierarchical_allgatherv(const void* send, void* recv, const std::vector<size_t>& bytes);
   void log_setup() const;
@@ -166,10 +164,10 @@ class Communicator {
   CommunicatorOptions options_;
   Identity id_;
   std::unique_ptr<ShmGroup> shm_;
-  bool uniform_ = true;               // every node has the same number of ranks
-  std::vector<std::vector<int>> nodes_;  // world ranks of each node, ascending
-  std::unique_ptr<Transport> cross_;  // same local rank on every node
-  std::unique_ptr<Transport> world_;  // every rank, on first use
+  bool uniform_ = true;                          // every node has the same number of ranks
+  std::vector<std::vector<int>> nodes_;          // world ranks of each node, ascending
+  std::unique_ptr<Transport> cross_;             // same local rank on every node
+  std::unique_ptr<Transport> world_;             // every rank, on first use
   std::atomic<Transport*> world_seen_{nullptr};  // world_, for traffic() from other threads
   std::mutex poison_mu_;
   std::exception_ptr failed_;

@@ -55,24 +55,32 @@ HIDDEN void* __wrap_dlopen(const char* file, int mode) { return tandem_old_dlope
 HIDDEN void* __wrap_dlsym(void* handle, const char* name) { return tandem_old_dlsym(handle, name); }
 HIDDEN char* __wrap_dlerror(void) { return tandem_old_dlerror(); }
 HIDDEN int __wrap_dladdr(const void* addr, Dl_info* info) { return tandem_old_dladdr(addr, info); }
-HIDDEN int __wrap_dlinfo(void* handle, int request, void* arg) { return tandem_old_dlinfo(handle, request, arg); }
+HIDDEN int __wrap_dlinfo(void* handle, int request, void* arg) {
+  return tandem_old_dlinfo(handle, request, arg);
+}
 HIDDEN int __wrap_dlclose(void* handle) { return tandem_old_dlclose(handle); }
 
 OLD_VERSION(shm_open, "GLIBC_2.2.5");
 OLD_VERSION(shm_unlink, "GLIBC_2.2.5");
 int tandem_old_shm_open(const char*, int, mode_t);
 int tandem_old_shm_unlink(const char*);
-HIDDEN int __wrap_shm_open(const char* name, int flags, mode_t mode) { return tandem_old_shm_open(name, flags, mode); }
+HIDDEN int __wrap_shm_open(const char* name, int flags, mode_t mode) {
+  return tandem_old_shm_open(name, flags, mode);
+}
 HIDDEN int __wrap_shm_unlink(const char* name) { return tandem_old_shm_unlink(name); }
 
 OLD_VERSION(pthread_setname_np, "GLIBC_2.12");
 int tandem_old_pthread_setname_np(pthread_t, const char*);
-HIDDEN int __wrap_pthread_setname_np(pthread_t t, const char* name) { return tandem_old_pthread_setname_np(t, name); }
+HIDDEN int __wrap_pthread_setname_np(pthread_t t, const char* name) {
+  return tandem_old_pthread_setname_np(t, name);
+}
 
 /* The store's CPU time (tandem-run --store-stats): libpthread's before 2.34. */
 OLD_VERSION(pthread_getcpuclockid, "GLIBC_2.2.5");
 int tandem_old_pthread_getcpuclockid(pthread_t, clockid_t*);
-HIDDEN int __wrap_pthread_getcpuclockid(pthread_t t, clockid_t* c) { return tandem_old_pthread_getcpuclockid(t, c); }
+HIDDEN int __wrap_pthread_getcpuclockid(pthread_t t, clockid_t* c) {
+  return tandem_old_pthread_getcpuclockid(t, c);
+}
 
 /* libpthread's functions (libstdc++'s std::thread, thread_local, call_once). */
 OLD_VERSION(pthread_create, "GLIBC_2.2.5");
@@ -93,18 +101,29 @@ int tandem_old___pthread_key_create(pthread_key_t*, void (*)(void*));
 int tandem_old_pthread_key_delete(pthread_key_t);
 void* tandem_old_pthread_getspecific(pthread_key_t);
 int tandem_old_pthread_setspecific(pthread_key_t, const void*);
-HIDDEN int __wrap_pthread_create(pthread_t* t, const pthread_attr_t* a, void* (*fn)(void*), void* arg) {
+HIDDEN int __wrap_pthread_create(pthread_t* t, const pthread_attr_t* a, void* (*fn)(void*),
+                                 void* arg) {
   return tandem_old_pthread_create(t, a, fn, arg);
 }
 HIDDEN int __wrap_pthread_detach(pthread_t t) { return tandem_old_pthread_detach(t); }
 HIDDEN int __wrap_pthread_join(pthread_t t, void** out) { return tandem_old_pthread_join(t, out); }
-HIDDEN int __wrap_pthread_once(pthread_once_t* once, void (*fn)(void)) { return tandem_old_pthread_once(once, fn); }
-HIDDEN int __wrap_pthread_key_create(pthread_key_t* k, void (*d)(void*)) { return tandem_old_pthread_key_create(k, d); }
+HIDDEN int __wrap_pthread_once(pthread_once_t* once, void (*fn)(void)) {
+  return tandem_old_pthread_once(once, fn);
+}
+HIDDEN int __wrap_pthread_key_create(pthread_key_t* k, void (*d)(void*)) {
+  return tandem_old_pthread_key_create(k, d);
+}
 /* libstdc++ takes this weak reference's presence to mean "threads may run". */
-HIDDEN int __wrap___pthread_key_create(pthread_key_t* k, void (*d)(void*)) { return tandem_old___pthread_key_create(k, d); }
+HIDDEN int __wrap___pthread_key_create(pthread_key_t* k, void (*d)(void*)) {
+  return tandem_old___pthread_key_create(k, d);
+}
 HIDDEN int __wrap_pthread_key_delete(pthread_key_t k) { return tandem_old_pthread_key_delete(k); }
-HIDDEN void* __wrap_pthread_getspecific(pthread_key_t k) { return tandem_old_pthread_getspecific(k); }
-HIDDEN int __wrap_pthread_setspecific(pthread_key_t k, const void* v) { return tandem_old_pthread_setspecific(k, v); }
+HIDDEN void* __wrap_pthread_getspecific(pthread_key_t k) {
+  return tandem_old_pthread_getspecific(k);
+}
+HIDDEN int __wrap_pthread_setspecific(pthread_key_t k, const void* v) {
+  return tandem_old_pthread_setspecific(k, v);
+}
 
 /* Before 2.33 the stat family were inline wrappers of __fxstat64 & co. */
 OLD_VERSION(__fxstat64, "GLIBC_2.2.5");
@@ -116,9 +135,15 @@ int tandem_old___xstat64(int, const char*, struct stat64*);
 int tandem_old___lxstat64(int, const char*, struct stat64*);
 int tandem_old___fxstatat64(int, int, const char*, struct stat64*, int);
 enum { kStatVersion = 1 }; /* _STAT_VER_LINUX on x86_64 */
-HIDDEN int __wrap_fstat64(int fd, struct stat64* st) { return tandem_old___fxstat64(kStatVersion, fd, st); }
-HIDDEN int __wrap_stat64(const char* path, struct stat64* st) { return tandem_old___xstat64(kStatVersion, path, st); }
-HIDDEN int __wrap_lstat64(const char* path, struct stat64* st) { return tandem_old___lxstat64(kStatVersion, path, st); }
+HIDDEN int __wrap_fstat64(int fd, struct stat64* st) {
+  return tandem_old___fxstat64(kStatVersion, fd, st);
+}
+HIDDEN int __wrap_stat64(const char* path, struct stat64* st) {
+  return tandem_old___xstat64(kStatVersion, path, st);
+}
+HIDDEN int __wrap_lstat64(const char* path, struct stat64* st) {
+  return tandem_old___lxstat64(kStatVersion, path, st);
+}
 HIDDEN int __wrap_fstatat64(int dir, const char* path, struct stat64* st, int flags) {
   return tandem_old___fxstatat64(kStatVersion, dir, path, st, flags);
 }
@@ -132,14 +157,15 @@ HIDDEN char __wrap___libc_single_threaded = 0;
 /* std::condition_variable's waits on the steady clock. The engine's
    condition variables use the default (realtime) clock, so a monotonic
    deadline becomes the realtime instant the same distance away. */
-HIDDEN int __wrap_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
-                                         const struct timespec* abstime) {
+HIDDEN int __wrap_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
+                                         clockid_t clock, const struct timespec* abstime) {
   if (clock == CLOCK_REALTIME) return pthread_cond_timedwait(cond, mutex, abstime);
   if (clock != CLOCK_MONOTONIC) return EINVAL;
   struct timespec now_clock, now_real, deadline;
   clock_gettime(CLOCK_MONOTONIC, &now_clock);
   clock_gettime(CLOCK_REALTIME, &now_real);
-  int64_t left = (int64_t)(abstime->tv_sec - now_clock.tv_sec) * 1000000000 + (abstime->tv_nsec - now_clock.tv_nsec);
+  int64_t left = (int64_t)(abstime->tv_sec - now_clock.tv_sec) * 1000000000 +
+                 (abstime->tv_nsec - now_clock.tv_nsec);
   if (left < 0) left = 0;
   int64_t ns = now_real.tv_nsec + left % 1000000000;
   deadline.tv_sec = now_real.tv_sec + left / 1000000000 + ns / 1000000000;
@@ -155,7 +181,7 @@ HIDDEN uint32_t __wrap_arc4random(void) {
   while (got < sizeof(value)) {
     ssize_t n = getrandom((char*)&value + got, sizeof(value) - got, 0);
     if (n > 0) got += (size_t)n;
-    else if (n < 0 && errno != EINTR) abort();  /* as glibc's arc4random: it never fails */
+    else if (n < 0 && errno != EINTR) abort(); /* as glibc's arc4random: it never fails */
   }
   return value;
 }

@@ -47,10 +47,11 @@ ElasticClient& ElasticClient::instance() {
   auto addr = env::get(kAddrVariable);
   auto token = env::get("TANDEM_ELASTIC_TOKEN");
   if (!addr || !token)
-    throw BootstrapError("an elastic launch sets both TANDEM_ELASTIC_ADDR and TANDEM_ELASTIC_TOKEN; "
-                         "not set:" + std::string(addr ? "" : " TANDEM_ELASTIC_ADDR") +
-                         (token ? "" : " TANDEM_ELASTIC_TOKEN") +
-                         " (start the job with srun --horovod=elastic or tandem-run --elastic)");
+    throw BootstrapError(
+        "an elastic launch sets both TANDEM_ELASTIC_ADDR and TANDEM_ELASTIC_TOKEN; "
+        "not set:" +
+        std::string(addr ? "" : " TANDEM_ELASTIC_ADDR") + (token ? "" : " TANDEM_ELASTIC_TOKEN") +
+        " (start the job with srun --horovod=elastic or tandem-run --elastic)");
   const std::string node = node_name();
   client = new ElasticClient(parse_host_port(*addr, kAddrVariable), *token, node,
                              env::get("TANDEM_ELASTIC_LABEL").value_or(node));
@@ -68,7 +69,10 @@ ElasticClient::ElasticClient(const HostPort& addr, const std::string& token,
   // TANDEM_ELASTIC_ORDER: the launcher's rank of this process (srun's step
   // and task id), which orders new processes of one generation.
   const auto order = env::get_int("TANDEM_ELASTIC_ORDER", 0, 1 << 30);
-  w.str(token).str(node).str(label).u32(static_cast<uint32_t>(getpid()))
+  w.str(token)
+      .str(node)
+      .str(label)
+      .u32(static_cast<uint32_t>(getpid()))
       .u64(static_cast<uint64_t>(order.value_or(0)));
   const Bytes& f = w.frame();
   if (!send_all(fd_.get(), f.data(), f.size(), deadline, name_))
@@ -86,7 +90,8 @@ ElasticClient::ElasticClient(const HostPort& addr, const std::string& token,
   if (code == static_cast<uint8_t>(store::Reply::kRejected))
     throw BootstrapError(name_ + " refused this process: " + r.str() +
                          " (TANDEM_ELASTIC_TOKEN must be the one the launcher set)");
-  if (code != static_cast<uint8_t>(Push::kWelcome)) throw BootstrapError(name_ + " answered HELLO oddly");
+  if (code != static_cast<uint8_t>(Push::kWelcome))
+    throw BootstrapError(name_ + " answered HELLO oddly");
   member_ = r.u32();
   elastic_timeout_ = std::chrono::milliseconds(r.u64());
   ping_timeout_ = std::chrono::milliseconds(r.u64());
@@ -106,10 +111,16 @@ void ElasticClient::reader() {
     pollfd p{fd_.get(), POLLIN, 0};
     int n = ::poll(&p, 1, -1);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) { why = "poll failed"; break; }
+    if (n < 0) {
+      why = "poll failed";
+      break;
+    }
     ssize_t k = ::recv(fd_.get(), buf, sizeof(buf), 0);
     if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    if (k <= 0) { why = "it closed the connection"; break; }
+    if (k <= 0) {
+      why = "it closed the connection";
+      break;
+    }
     in.insert(in.end(), buf, buf + k);
     const bool ok = store::take_frames(in, [&](const uint8_t* body, uint32_t len) {
       store::Reader r(body, len);
@@ -117,7 +128,9 @@ void ElasticClient::reader() {
       if (code == static_cast<uint8_t>(Push::kPing)) {
         store::Writer w(static_cast<uint8_t>(Op::kPong));
         w.u32(r.u32());
-        try { send(w.frame()); } catch (const Error&) {}
+        try {
+          send(w.frame());
+        } catch (const Error&) {}
       } else if (code == static_cast<uint8_t>(Push::kUpdate)) {
         const uint64_t ts = r.u64();
         const uint32_t kind = r.u32();
@@ -150,9 +163,7 @@ void ElasticClient::send(const Bytes& frame) {
     if (!send_all(fd_.get(), frame.data(), frame.size(), Clock::now() + ping_timeout_ + kGrace,
                   name_))
       gone("it stopped reading");
-  } catch (const PeerLostError& e) {
-    gone(e.what());
-  }
+  } catch (const PeerLostError& e) { gone(e.what()); }
 }
 
 Bytes ElasticClient::await(Deadline deadline, const char* what) {
@@ -211,8 +222,10 @@ JoinAnswer ElasticClient::join(const Bytes& probe_endpoint, Prober probe, void* 
       last_generation_ = a.assignment.generation;
       return a;
     }
-    if (code == static_cast<uint8_t>(Push::kRemoved) || code == static_cast<uint8_t>(Push::kFailed)) {
-      a.kind = code == static_cast<uint8_t>(Push::kRemoved) ? JoinAnswer::kRemoved : JoinAnswer::kFailed;
+    if (code == static_cast<uint8_t>(Push::kRemoved) ||
+        code == static_cast<uint8_t>(Push::kFailed)) {
+      a.kind =
+          code == static_cast<uint8_t>(Push::kRemoved) ? JoinAnswer::kRemoved : JoinAnswer::kFailed;
       a.message = r.str();
       return a;
     }
@@ -226,7 +239,8 @@ void ElasticClient::set(const std::string& key, const Bytes& value, Deadline dea
   w.str(key).bytes(value.data(), value.size());
   send(w.frame());
   Bytes reply = await(deadline, "SET");
-  if (reply.empty() || reply[0] != static_cast<uint8_t>(store::Reply::kOk)) gone("an odd answer to SET");
+  if (reply.empty() || reply[0] != static_cast<uint8_t>(store::Reply::kOk))
+    gone("an odd answer to SET");
 }
 
 std::optional<Bytes> ElasticClient::get(const std::string& key, Deadline deadline) {

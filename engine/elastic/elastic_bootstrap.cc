@@ -16,7 +16,8 @@ ElasticBootstrap::ElasticBootstrap(ElasticClient& client, const Assignment& a)
       identity_(identity_from_nodes(a.rank, a.nodes, a.job_id)),
       prefix_("g" + std::to_string(a.generation) + "/") {}
 
-std::vector<Bytes> ElasticBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
+std::vector<Bytes> ElasticBootstrap::allgather(const Bytes& mine,
+                                               std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   const std::string prefix = prefix_ + "ag/" + std::to_string(next_op_++) + "/";
   const std::string my_key = prefix + std::to_string(identity_.rank);
@@ -28,9 +29,9 @@ std::vector<Bytes> ElasticBootstrap::allgather(const Bytes& mine, std::chrono::m
     for (int r = 0; r < identity_.size; ++r) {
       auto v = client_.get(prefix + std::to_string(r), deadline);
       if (!v)
-        throw TimeoutError("elastic bootstrap allgather (generation " + std::to_string(generation_) +
-                           "): rank " + std::to_string(r) + " did not arrive within " +
-                           ms_text(timeout));
+        throw TimeoutError("elastic bootstrap allgather (generation " +
+                           std::to_string(generation_) + "): rank " + std::to_string(r) +
+                           " did not arrive within " + ms_text(timeout));
       out[static_cast<size_t>(r)] = std::move(*v);
     }
   } catch (const PeerLostError& e) {

@@ -29,9 +29,9 @@ struct Candidate {
 };
 
 struct Selection {
-  std::vector<uint32_t> kept;                // in rank order
-  std::vector<uint32_t> deferred;            // kept nodes' members past max_size
-  std::vector<std::string> excluded_nodes;   // in candidate order
+  std::vector<uint32_t> kept;               // in rank order
+  std::vector<uint32_t> deferred;           // kept nodes' members past max_size
+  std::vector<std::string> excluded_nodes;  // in candidate order
 };
 
 // unreachable: (a, b) when member a could not connect to member b.

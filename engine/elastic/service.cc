@@ -178,7 +178,10 @@ struct MembershipService::Impl {
   void write_to(Member& m) {
     while (!m.out.empty() && !m.closed) {
       ssize_t k = ::send(m.fd.get(), m.out.data(), m.out.size(), MSG_NOSIGNAL);
-      if (k > 0) { m.out.erase(m.out.begin(), m.out.begin() + k); continue; }
+      if (k > 0) {
+        m.out.erase(m.out.begin(), m.out.begin() + k);
+        continue;
+      }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       on_closed(m);
@@ -227,7 +230,10 @@ struct MembershipService::Impl {
   // The rank in generation g of a member that has left it, if any.
   bool someone_left(uint32_t g, uint32_t* rank) {
     if (g == kNoGeneration) return false;
-    if (g != current) { *rank = 0; return true; }
+    if (g != current) {
+      *rank = 0;
+      return true;
+    }
     for (uint32_t id : current_members) {
       Member* m = find(id);
       if (!m || !m->in_state({State::kIn, State::kDone})) {
@@ -270,7 +276,8 @@ struct MembershipService::Impl {
     std::string endpoint = r.str();
     if (!r.done()) return reject(m, "malformed JOIN");
     if (!failure.empty()) return fail_one(m, failure);
-    if (m.in_state({State::kRemoved, State::kUnresponsive, State::kLost}) || blacklist.count(m.node))
+    if (m.in_state({State::kRemoved, State::kUnresponsive, State::kLost}) ||
+        blacklist.count(m.node))
       return remove(m);
     const bool was_in = m.state == State::kIn;
     m.state = State::kWaiting;
@@ -313,7 +320,8 @@ struct MembershipService::Impl {
     if (timeout_ms == 0) return queue_simple(m, static_cast<uint8_t>(store::Reply::kMissing));
     m.waiting_get = true;
     m.wait_key = key;
-    m.wait_deadline = Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
+    m.wait_deadline =
+        Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, 1ull << 40));
   }
 
   void set(const std::string& key, Bytes value) {
@@ -368,8 +376,7 @@ struct MembershipService::Impl {
         if (r.done()) kv.erase(key);
         return;
       }
-      default:
-        return reject(m, "unknown request " + std::to_string(op));
+      default: return reject(m, "unknown request " + std::to_string(op));
     }
   }
 
@@ -489,7 +496,8 @@ struct MembershipService::Impl {
   bool formation_due(const std::vector<Member*>& waiting, Clock::time_point now) {
     if (waiting.empty()) return false;
     if (current == kNoGeneration) {
-      if (settings.expected > 0 && static_cast<int>(waiting.size()) >= settings.expected) return true;
+      if (settings.expected > 0 && static_cast<int>(waiting.size()) >= settings.expected)
+        return true;
       return now >= first_join + settings.join_timeout;
     }
     bool triggered = false;
@@ -499,9 +507,10 @@ struct MembershipService::Impl {
       // next commit. One that waits past the elastic timeout is refused.
       for (Member* m : waiting)
         if (now >= m->joined_at + settings.elastic_timeout)
-          fail_one(*m, "no generation admitted this process within the elastic timeout (" +
-                           std::to_string(settings.elastic_timeout.count() / 1000) +
-                           " s, HOROVOD_ELASTIC_TIMEOUT): the running ranks did not reach a commit");
+          fail_one(*m,
+                   "no generation admitted this process within the elastic timeout (" +
+                       std::to_string(settings.elastic_timeout.count() / 1000) +
+                       " s, HOROVOD_ELASTIC_TIMEOUT): the running ranks did not reach a commit");
       return false;
     }
     if (!straggler_clock) {
@@ -527,12 +536,15 @@ struct MembershipService::Impl {
     for (uint32_t id : current_members) {
       Member* m = find(id);
       if (m && m->in_state({State::kLost, State::kUnresponsive}))
-        exclude_node(m->node, m->label + " " +
-                                  (m->state == State::kLost ? "died" : "stopped answering"));
+        exclude_node(m->node,
+                     m->label + " " + (m->state == State::kLost ? "died" : "stopped answering"));
     }
     candidates.clear();
     for (Member* m : joiners()) {
-      if (blacklist.count(m->node)) { remove(*m); continue; }
+      if (blacklist.count(m->node)) {
+        remove(*m);
+        continue;
+      }
       candidates.push_back({m->id, m->node});
     }
     if (candidates.empty()) return;
@@ -598,8 +610,10 @@ struct MembershipService::Impl {
       if (!any_old && !kept.empty())
         return fail_job("No hosts from previous set remaining, unable to broadcast state.");
       if (settings.reset_limit >= 0 && resets >= settings.reset_limit)
-        return fail_job("Horovod was shutdown because number of resets during elastic job "
-                        "exceeded limit: " + std::to_string(settings.reset_limit));
+        return fail_job(
+            "Horovod was shutdown because number of resets during elastic job "
+            "exceeded limit: " +
+            std::to_string(settings.reset_limit));
     }
     if (static_cast<int>(kept.size()) < settings.min_size) {
       if (!below_min) {
@@ -608,7 +622,8 @@ struct MembershipService::Impl {
         settings.report("only " + std::to_string(kept.size()) + " of at least " +
                         std::to_string(settings.min_size) +
                         " processes can form the next generation (TANDEM_ELASTIC_MIN_NP): "
-                        "waiting up to " + std::to_string(settings.elastic_timeout.count() / 1000) +
+                        "waiting up to " +
+                        std::to_string(settings.elastic_timeout.count() / 1000) +
                         " s for more (HOROVOD_ELASTIC_TIMEOUT)");
       }
       below_min_count = joiners().size();
@@ -702,9 +717,10 @@ struct MembershipService::Impl {
     std::vector<Member*> waiting = joiners();
     if (below_min) {
       if (now >= min_deadline)
-        return fail_job("Timed out waiting for minimum number of slots to become available. "
-                        "Please check that you have enough resources to run at least " +
-                        std::to_string(settings.min_size) + " Horovod processes.");
+        return fail_job(
+            "Timed out waiting for minimum number of slots to become available. "
+            "Please check that you have enough resources to run at least " +
+            std::to_string(settings.min_size) + " Horovod processes.");
       if (waiting.size() == below_min_count) return;
       return start_round(now);
     }
@@ -740,7 +756,10 @@ struct MembershipService::Impl {
     bool gone = false;
     for (;;) {
       ssize_t k = ::recv(m.fd.get(), buf, sizeof(buf), 0);
-      if (k > 0) { m.in.insert(m.in.end(), buf, buf + k); continue; }
+      if (k > 0) {
+        m.in.insert(m.in.end(), buf, buf + k);
+        continue;
+      }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       gone = true;
@@ -751,7 +770,10 @@ struct MembershipService::Impl {
           return !m.closed;
         }))
       reject(m, "bad frame length");
-    if (m.closed) { m.in.clear(); return; }
+    if (m.closed) {
+      m.in.clear();
+      return;
+    }
     if (gone) on_closed(m);
   }
 };

@@ -38,17 +38,17 @@ namespace tandem {
 namespace elastic {
 
 struct ServiceSettings {
-  std::string token;          // every connection must present it first
-  uint16_t port = 0;          // 0: an ephemeral port
-  int min_size = 1;           // TANDEM_ELASTIC_MIN_NP
-  int max_size = 1 << 24;     // TANDEM_ELASTIC_MAX_NP
-  int reset_limit = -1;       // TANDEM_ELASTIC_RESET_LIMIT; -1: none
+  std::string token;                                  // every connection must present it first
+  uint16_t port = 0;                                  // 0: an ephemeral port
+  int min_size = 1;                                   // TANDEM_ELASTIC_MIN_NP
+  int max_size = 1 << 24;                             // TANDEM_ELASTIC_MAX_NP
+  int reset_limit = -1;                               // TANDEM_ELASTIC_RESET_LIMIT; -1: none
   std::chrono::milliseconds elastic_timeout{600000};  // HOROVOD_ELASTIC_TIMEOUT
   std::chrono::milliseconds ping_timeout{10000};      // TANDEM_ELASTIC_PING_TIMEOUT
   // The launch's ranks: generation 0 forms when this many have asked (0:
   // when join_timeout passes), or with those there at join_timeout.
   int expected = 0;
-  std::chrono::milliseconds join_timeout{60000};      // TANDEM_BOOTSTRAP_TIMEOUT
+  std::chrono::milliseconds join_timeout{60000};  // TANDEM_BOOTSTRAP_TIMEOUT
   // Called once, from the service thread, with the local address the first
   // rank reached the service at (and the port): where later steps' ranks can
   // reach it too.
@@ -70,12 +70,12 @@ struct ServiceSettings {
 
 // What srun prints when it ends.
 struct ServiceSummary {
-  uint32_t generations = 0;   // formed
-  int size = 0;               // of the last one
-  int done = 0;               // processes that finished their work
-  int lost = 0;               // died or stopped answering
-  int removed = 0;            // told their node was excluded
-  std::string failure;        // the message the job failed with, if any
+  uint32_t generations = 0;  // formed
+  int size = 0;              // of the last one
+  int done = 0;              // processes that finished their work
+  int lost = 0;              // died or stopped answering
+  int removed = 0;           // told their node was excluded
+  std::string failure;       // the message the job failed with, if any
 };
 
 class MembershipService {

@@ -37,14 +37,16 @@ GpuStatus classify(const GpuFacts& f) {
   } else if (f.count_result == kCudaErrorNoDevice || (f.count_result == 0 && f.device_count == 0)) {
     s.reason = "no GPU visible to this process (check CUDA_VISIBLE_DEVICES and the step's --gpus)";
   } else if (f.count_result != 0) {
-    s.reason = "cudaGetDeviceCount failed (" + std::to_string(f.count_result) + "): " + f.count_error;
+    s.reason =
+        "cudaGetDeviceCount failed (" + std::to_string(f.count_result) + "): " + f.count_error;
   } else if (!f.nccl_error.empty()) {
     s.reason = f.nccl_error;
   } else {
     s.available = true;
     s.reason = std::to_string(f.device_count) + " GPU(s), CUDA runtime " +
                cuda_version_string(f.runtime_version) + " (" + f.cuda_path + "), driver CUDA " +
-               cuda_version_string(f.driver_version) + ", NCCL " + nccl_version_string(f.nccl_version) + " (" + f.nccl_path + ")";
+               cuda_version_string(f.driver_version) + ", NCCL " +
+               nccl_version_string(f.nccl_version) + " (" + f.nccl_path + ")";
   }
   return s;
 }

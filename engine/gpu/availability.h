@@ -14,21 +14,21 @@ namespace gpu {
 // branch is testable on a machine that has no GPU.
 struct GpuFacts {
   bool headers_at_build = true;
-  std::string cuda_error;   // non-empty: the runtime could not be loaded
+  std::string cuda_error;  // non-empty: the runtime could not be loaded
   std::string cuda_path;
   int runtime_version = 0;  // e.g. 13000
   int driver_version = 0;   // 0: no driver (libcuda.so.1) in this process
   int count_result = 0;     // cudaGetDeviceCount's cudaError_t
   std::string count_error;  // its text when not 0
   int device_count = 0;
-  std::string nccl_error;   // non-empty: NCCL could not be loaded
+  std::string nccl_error;  // non-empty: NCCL could not be loaded
   std::string nccl_path;
   int nccl_version = 0;
 };
 
 struct GpuStatus {
   bool available = false;
-  std::string reason;   // why not, or a one-line summary when available
+  std::string reason;  // why not, or a one-line summary when available
   GpuFacts facts;
 };
 

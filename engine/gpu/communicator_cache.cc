@@ -58,9 +58,7 @@ std::shared_ptr<DeviceComm> CommunicatorCache::get(int set_id) {
   std::exception_ptr failure;
   try {
     comm = factory_(spec);
-  } catch (...) {
-    failure = std::current_exception();
-  }
+  } catch (...) { failure = std::current_exception(); }
   std::lock_guard<std::mutex> lock(mu_);
   ++creations_;
   auto it = entries_.find(set_id);

@@ -6,7 +6,8 @@ namespace tandem {
 namespace gpu {
 
 // Compile-time check that the spelled-out signatures exist in the header.
-[[maybe_unused]] const auto kMallocSignature = static_cast<decltype(CudaApi::Malloc)>(&::cudaMalloc);
+[[maybe_unused]] const auto kMallocSignature =
+    static_cast<decltype(CudaApi::Malloc)>(&::cudaMalloc);
 [[maybe_unused]] const auto kBatchSignature =
     static_cast<decltype(CudaApi::MemcpyBatchAsync)>(&::cudaMemcpyBatchAsync);
 
@@ -47,7 +48,8 @@ CudaApi CudaApi::load(const GpuSettings& settings) {
     throw UnsupportedError("the CUDA runtime at " + api.path + " is version " +
                            std::to_string(api.runtime_version) +
                            "; tandem supports CUDA 12 and 13: set TANDEM_CUDA_LIBRARY to one");
-  if (api.runtime_version >= 13000) bind_optional(lib, api.MemcpyBatchAsync, "cudaMemcpyBatchAsync");
+  if (api.runtime_version >= 13000)
+    bind_optional(lib, api.MemcpyBatchAsync, "cudaMemcpyBatchAsync");
   return api;
 }
 

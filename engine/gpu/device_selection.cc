@@ -15,15 +15,16 @@ DeviceChoice select_device(std::optional<int> override_device, int local_rank, i
   if (override_device) {
     if (*override_device >= visible_devices)
       throw InvalidArgument("TANDEM_GPU_DEVICE=" + std::to_string(*override_device) + " but only " +
-                            std::to_string(visible_devices) +
-                            " GPU(s) are visible (indices 0.." + std::to_string(visible_devices - 1) +
+                            std::to_string(visible_devices) + " GPU(s) are visible (indices 0.." +
+                            std::to_string(visible_devices - 1) +
                             "): pick one of those or unset it");
     c.device = *override_device;
     c.why = "TANDEM_GPU_DEVICE=" + std::to_string(c.device);
     return c;
   }
   if (local_rank < 0)
-    throw InvalidArgument("select_device: local rank " + std::to_string(local_rank) + " is negative");
+    throw InvalidArgument("select_device: local rank " + std::to_string(local_rank) +
+                          " is negative");
   c.device = local_rank % visible_devices;
   c.why = "local rank " + std::to_string(local_rank) + " of " + std::to_string(local_size) +
           " on " + std::to_string(visible_devices) + " visible GPU(s)";

@@ -17,7 +17,8 @@ std::vector<size_t> fusion_offsets(const std::vector<size_t>& bytes, size_t* tot
   return offsets;
 }
 
-void batched_copy(const CudaApi& cuda, const std::vector<CopyRegion>& regions, cudaStream_t stream) {
+void batched_copy(const CudaApi& cuda, const std::vector<CopyRegion>& regions,
+                  cudaStream_t stream) {
   std::vector<void*> dsts;
   std::vector<const void*> srcs;
   std::vector<size_t> sizes;

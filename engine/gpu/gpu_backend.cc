@@ -64,9 +64,13 @@ class NcclBackend : public GpuBackend {
  public:
   NcclBackend(const Identity& me, CudaApi cuda, NcclApi nccl, DeviceChoice choice,
               std::chrono::milliseconds timeout)
-      : me_(me), api_(std::make_shared<const CudaApi>(std::move(cuda))), cuda_(*api_),
-        nccl_(std::move(nccl)), choice_(std::move(choice)),
-        timeout_(timeout), ids_(nccl_),
+      : me_(me),
+        api_(std::make_shared<const CudaApi>(std::move(cuda))),
+        cuda_(*api_),
+        nccl_(std::move(nccl)),
+        choice_(std::move(choice)),
+        timeout_(timeout),
+        ids_(nccl_),
         cache_([this](const CommSpec& spec) -> std::shared_ptr<DeviceComm> {
           use_device();
           return NcclCommunicator::create(nccl_, spec, timeout_);
@@ -164,8 +168,8 @@ class NcclBackend : public GpuBackend {
                "cudaSetDevice(" + std::to_string(choice_.device) + ")");
   }
 
-  void issue(NcclCommunicator& comm, const GpuRequest& req, const std::string& what,
-             cudaStream_t s, Deadline deadline) {
+  void issue(NcclCommunicator& comm, const GpuRequest& req, const std::string& what, cudaStream_t s,
+             Deadline deadline) {
     if (req.tensors.empty()) throw InvalidArgument(what + ": no tensor given");
     if (req.kind != GpuOpKind::kAllreduce && req.tensors.size() != 1)
       throw InvalidArgument(what + ": takes exactly one tensor, got " +
@@ -176,8 +180,7 @@ class NcclBackend : public GpuBackend {
         if (req.tensors.size() == 1)
           comm.allreduce(t.send, t.recv, t.count, req.dtype, req.op, req.prescale, req.postscale, s,
                          deadline);
-        else
-          fused_allreduce(comm, req, s, deadline);
+        else fused_allreduce(comm, req, s, deadline);
         return;
       case GpuOpKind::kBroadcast:
         comm.broadcast(t.send, t.recv, t.count, req.dtype, req.root, s, deadline);
@@ -185,8 +188,7 @@ class NcclBackend : public GpuBackend {
       case GpuOpKind::kAllgather:
         if (req.recv_counts.empty())
           comm.allgather(t.send, t.recv, t.count, req.dtype, s, deadline);
-        else
-          comm.allgatherv(t.send, t.recv, req.recv_counts, req.dtype, s, deadline);
+        else comm.allgatherv(t.send, t.recv, req.recv_counts, req.dtype, s, deadline);
         return;
       case GpuOpKind::kReducescatter:
         if (req.recv_counts.empty())
@@ -239,8 +241,7 @@ class NcclBackend : public GpuBackend {
 std::unique_ptr<GpuBackend> GpuBackend::create(const Identity& me, const GpuSettings& settings,
                                                std::chrono::milliseconds timeout) {
   const GpuStatus status = probe(settings);
-  if (!status.available)
-    throw UnsupportedError(status.reason);
+  if (!status.available) throw UnsupportedError(status.reason);
   CudaApi cuda = CudaApi::load(settings);
   NcclApi nccl = NcclApi::load(settings);
   DeviceChoice choice =

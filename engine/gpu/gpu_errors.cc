@@ -18,25 +18,23 @@ std::exception_ptr cuda_error(cudaError_t err, const char* name, const std::stri
       return std::make_exception_ptr(UnsupportedError(
           msg + "; this node cannot run the GPU path (see tandem-info), use CPU tensors here"));
     case cudaErrorInvalidDevice:
-      return std::make_exception_ptr(InvalidArgument(
-          msg + "; check TANDEM_GPU_DEVICE and CUDA_VISIBLE_DEVICES"));
-    case cudaErrorInvalidValue:
-      return std::make_exception_ptr(InvalidArgument(msg));
+      return std::make_exception_ptr(
+          InvalidArgument(msg + "; check TANDEM_GPU_DEVICE and CUDA_VISIBLE_DEVICES"));
+    case cudaErrorInvalidValue: return std::make_exception_ptr(InvalidArgument(msg));
     case cudaErrorMemoryAllocation:
-      return std::make_exception_ptr(DeviceError(
-          msg + "; lower HOROVOD_FUSION_THRESHOLD or the model's memory use"));
-    default:
-      return std::make_exception_ptr(DeviceError(msg));
+      return std::make_exception_ptr(
+          DeviceError(msg + "; lower HOROVOD_FUSION_THRESHOLD or the model's memory use"));
+    default: return std::make_exception_ptr(DeviceError(msg));
   }
 }
 
-std::exception_ptr nccl_error(ncclResult_t res, const std::string& what, const std::string& detail) {
+std::exception_ptr nccl_error(ncclResult_t res, const std::string& what,
+                              const std::string& detail) {
   std::string msg = what + " failed: NCCL error " + std::to_string(static_cast<int>(res));
   if (!detail.empty()) msg += ": " + detail;
   switch (res) {
     case ncclInvalidArgument:
-    case ncclInvalidUsage:
-      return std::make_exception_ptr(InvalidArgument(msg));
+    case ncclInvalidUsage: return std::make_exception_ptr(InvalidArgument(msg));
     case ncclRemoteError:
       return std::make_exception_ptr(
           PeerLostError(msg + "; a peer process exited or its network failed"));
@@ -45,8 +43,7 @@ std::exception_ptr nccl_error(ncclResult_t res, const std::string& what, const s
           DeviceError(msg + "; a system call inside NCCL failed (NCCL_DEBUG=WARN says which)"));
     case ncclUnhandledCudaError:
       return std::make_exception_ptr(DeviceError(msg + "; a CUDA call inside NCCL failed"));
-    default:
-      return std::make_exception_ptr(DeviceError(msg));
+    default: return std::make_exception_ptr(DeviceError(msg));
   }
 }
 

@@ -21,7 +21,8 @@ NcclApi NcclApi::load(const GpuSettings& settings) {
   if (api.GetVersion(&api.version) != ncclSuccess)
     throw UnsupportedError("NCCL at " + api.path + " did not report its version");
   if (api.version < kMinNcclVersion)
-    throw UnsupportedError("NCCL at " + api.path + " is version " + nccl_version_string(api.version) +
+    throw UnsupportedError("NCCL at " + api.path + " is version " +
+                           nccl_version_string(api.version) +
                            "; tandem needs 2.14 or newer (non-blocking communicator init): "
                            "install a newer NCCL or point TANDEM_NCCL_LIBRARY at one");
   bind(lib, api.GetUniqueId, "ncclGetUniqueId");

@@ -29,7 +29,8 @@ class Backoff {
 
 }  // namespace
 
-std::shared_ptr<NcclCommunicator> NcclCommunicator::create(const NcclApi& nccl, const CommSpec& spec,
+std::shared_ptr<NcclCommunicator> NcclCommunicator::create(const NcclApi& nccl,
+                                                           const CommSpec& spec,
                                                            std::chrono::milliseconds timeout) {
   const std::string label = "process set " + std::to_string(spec.set_id);
   const int nranks = static_cast<int>(spec.members.size());
@@ -42,7 +43,8 @@ std::shared_ptr<NcclCommunicator> NcclCommunicator::create(const NcclApi& nccl, 
   const std::string what = "ncclCommInitRankConfig (" + label + ", rank " +
                            std::to_string(spec.index) + " of " + std::to_string(nranks) + ")";
   check_nccl(nccl, nullptr, nccl.CommInitRankConfig(&comm, nranks, id, spec.index, &config), what);
-  std::shared_ptr<NcclCommunicator> self(new NcclCommunicator(nccl, comm, nranks, spec.index, label));
+  std::shared_ptr<NcclCommunicator> self(
+      new NcclCommunicator(nccl, comm, nranks, spec.index, label));
   try {
     self->settle(std::chrono::steady_clock::now() + timeout, what);
   } catch (const TimeoutError&) {
@@ -121,9 +123,10 @@ void NcclCommunicator::check_health(Deadline deadline, const std::string& what) 
     fail(nccl_error(state, what + " on " + label_, detail));
   }
   if (std::chrono::steady_clock::now() >= deadline)
-    fail(std::make_exception_ptr(TimeoutError(
-        what + " on " + label_ + " did not complete before the deadline (TANDEM_TIMEOUT); the "
-        "communicator was aborted: a member is lost, stalled or never called it")));
+    fail(std::make_exception_ptr(
+        TimeoutError(what + " on " + label_ +
+                     " did not complete before the deadline (TANDEM_TIMEOUT); the "
+                     "communicator was aborted: a member is lost, stalled or never called it")));
 }
 
 void NcclCommunicator::settle(Deadline deadline, const std::string& what) {
@@ -209,8 +212,8 @@ void NcclCommunicator::alltoallv(const void* send, const std::vector<size_t>& se
   if (send_counts.size() != static_cast<size_t>(nranks_) ||
       recv_counts.size() != static_cast<size_t>(nranks_))
     throw InvalidArgument("alltoall on " + label_ + ": expected " + std::to_string(nranks_) +
-                          " split sizes, got " + std::to_string(send_counts.size()) + " to send and " +
-                          std::to_string(recv_counts.size()) + " to receive");
+                          " split sizes, got " + std::to_string(send_counts.size()) +
+                          " to send and " + std::to_string(recv_counts.size()) + " to receive");
   check_health(deadline, "alltoall");
   const size_t esize = element_bytes(dtype);
   const ncclDataType_t type = nccl_dtype(dtype);
@@ -276,8 +279,8 @@ void NcclCommunicator::allgatherv(const void* send, void* recv, const std::vecto
   size_t off = 0;
   for (int root = 0; root < nranks_ && (res == ncclSuccess || res == ncclInProgress); ++root) {
     if (counts[root] > 0)
-      res = nccl_.Broadcast(send, static_cast<char*>(recv) + off * esize, counts[root], type,
-                            root, comm_, stream);
+      res = nccl_.Broadcast(send, static_cast<char*>(recv) + off * esize, counts[root], type, root,
+                            comm_, stream);
     off += counts[root];
   }
   const ncclResult_t end = nccl_.GroupEnd();

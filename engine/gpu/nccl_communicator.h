@@ -69,8 +69,8 @@ class NcclCommunicator : public DeviceComm {
   // Uneven alltoall as grouped send/recv, counts in elements, packed in
   // member order on both sides.
   void alltoallv(const void* send, const std::vector<size_t>& send_counts, void* recv,
-                 const std::vector<size_t>& recv_counts, tandem_dtype_t dtype,
-                 cudaStream_t stream, Deadline deadline);
+                 const std::vector<size_t>& recv_counts, tandem_dtype_t dtype, cudaStream_t stream,
+                 Deadline deadline);
 
   // Waits for `done` (recorded after the operations) while watching NCCL's
   // async error and abort requests. On the deadline: aborts and throws

@@ -20,19 +20,22 @@ ncclDataType_t nccl_dtype(tandem_dtype_t dtype) {
     case TANDEM_FLOAT32: return ncclFloat32;
     case TANDEM_FLOAT64: return ncclFloat64;
     case TANDEM_BOOL: return ncclUint8;  // one byte, 0 or 1
-    default:
-      throw InvalidArgument("GPU tensor with unknown data type " + std::to_string(dtype));
+    default: throw InvalidArgument("GPU tensor with unknown data type " + std::to_string(dtype));
   }
 }
 
 size_t element_bytes(tandem_dtype_t dtype) {
   switch (dtype) {
-    case TANDEM_UINT8: case TANDEM_INT8: case TANDEM_BOOL: return 1;
-    case TANDEM_FLOAT16: case TANDEM_BFLOAT16: return 2;
-    case TANDEM_INT32: case TANDEM_FLOAT32: return 4;
-    case TANDEM_INT64: case TANDEM_FLOAT64: return 8;
-    default:
-      throw InvalidArgument("GPU tensor with unknown data type " + std::to_string(dtype));
+    case TANDEM_UINT8:
+    case TANDEM_INT8:
+    case TANDEM_BOOL: return 1;
+    case TANDEM_FLOAT16:
+    case TANDEM_BFLOAT16: return 2;
+    case TANDEM_INT32:
+    case TANDEM_FLOAT32: return 4;
+    case TANDEM_INT64:
+    case TANDEM_FLOAT64: return 8;
+    default: throw InvalidArgument("GPU tensor with unknown data type " + std::to_string(dtype));
   }
 }
 
@@ -73,9 +76,7 @@ NcclReduction nccl_reduction(tandem_dtype_t dtype, tandem_op_t op, double presca
     return r;
   }
   switch (op) {
-    case TANDEM_SUM:
-      r.op = ncclSum;
-      break;
+    case TANDEM_SUM: r.op = ncclSum; break;
     case TANDEM_AVERAGE:
       r.op = ncclAvg;
       if (scaled) {

@@ -22,16 +22,12 @@ GpuStatus probe(const GpuSettings& settings) {
       f.device_count = 0;
       f.count_error = cuda.GetErrorString(err);
     }
-  } catch (const std::exception& e) {
-    f.cuda_error = e.what();
-  }
+  } catch (const std::exception& e) { f.cuda_error = e.what(); }
   try {
     const NcclApi nccl = NcclApi::load(settings);
     f.nccl_path = nccl.path;
     f.nccl_version = nccl.version;
-  } catch (const std::exception& e) {
-    f.nccl_error = e.what();
-  }
+  } catch (const std::exception& e) { f.nccl_error = e.what(); }
   return classify(f);
 }
 

@@ -63,7 +63,8 @@ std::optional<UniqueId> exchange_unique_id(Bootstrap& bootstrap, int set_id,
 
   Bytes blob;
   try {
-    blob = bootstrap.broadcast(me.rank == root ? root_blob(set_id, source) : Bytes{}, root, timeout);
+    blob =
+        bootstrap.broadcast(me.rank == root ? root_blob(set_id, source) : Bytes{}, root, timeout);
   } catch (const TimeoutError& e) {
     throw TimeoutError(label + ": rank " + std::to_string(root) +
                        " (the set's first member, which creates it) did not send it within " +

@@ -102,8 +102,7 @@ void* CommunicatorDataPath::fusion_buffer(size_t bytes) {
         heap_.clear();
         heap_.shrink_to_fit();
         return shared_;
-      } catch (const Error&) {
-      }
+      } catch (const Error&) {}
     }
     shared_fails_at_ = bytes;
   }
@@ -114,8 +113,8 @@ void* CommunicatorDataPath::fusion_buffer(size_t bytes) {
   return heap_.data();
 }
 
-void CommunicatorDataPath::allreduce(void* buf, size_t count, tandem_dtype_t dtype,
-                                     tandem_op_t op, double prescale, double postscale) {
+void CommunicatorDataPath::allreduce(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
+                                     double prescale, double postscale) {
   comm_->allreduce(buf, buf, count, dtype, op, prescale, postscale);
 }
 
@@ -149,8 +148,7 @@ void CommunicatorDataPath::reducescatter(const void* send, void* recv,
 CommunicatorDataPathFactory::CommunicatorDataPathFactory(Bootstrap& job, TransportFactory connect,
                                                          CommunicatorOptions options,
                                                          size_t fusion_threshold_bytes,
-                                                         bool wake_relay,
-                                                         RoundRelayFactory relay)
+                                                         bool wake_relay, RoundRelayFactory relay)
     : job_(job),
       connect_(std::move(connect)),
       options_(options),
@@ -195,8 +193,8 @@ std::unique_ptr<DataPath> CommunicatorDataPathFactory::create(
     // Collective like everything here: every rank of the world takes part,
     // and there is a relay only if every rank's TANDEM_WAKE_RELAY says so.
     Doorbell& bell = comm->doorbell();
-    relay = relay_(job_, [&bell](uint64_t round) { bell.relay(round); }, wake_relay_,
-                   options_.timeout);
+    relay = relay_(
+        job_, [&bell](uint64_t round) { bell.relay(round); }, wake_relay_, options_.timeout);
   }
   auto dp = std::make_unique<CommunicatorDataPath>(std::move(comm), std::move(relay));
   if (!world_) world_ = dp.get();

@@ -52,8 +52,8 @@ class CommunicatorDataPath : public DataPath {
   void* fusion_buffer(size_t bytes) override;
   void allreduce(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op, double prescale,
                  double postscale) override;
-  void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op,
-                    double prescale, double postscale, const ResultSink& out,
+  void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op, double prescale,
+                    double postscale, const ResultSink& out,
                     const InputSource* source = nullptr) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void allgatherv(const void* send, size_t send_bytes, void* recv,
@@ -73,11 +73,11 @@ class CommunicatorDataPath : public DataPath {
   // After comm_: its thread uses comm_'s doorbell, so it goes first.
   std::unique_ptr<RoundRelay> relay_;
   Doorbell* doorbell_ = nullptr;  // comm_'s, when it reaches every member
-  void* shared_ = nullptr;  // in comm_'s arena
+  void* shared_ = nullptr;        // in comm_'s arena
   size_t shared_bytes_ = 0;
   size_t shared_fails_at_ = SIZE_MAX;  // smallest size the arena refused
   std::vector<uint64_t> heap_;         // 8-byte aligned fallback
-  Bytes slots_;                 // exchange scratch
+  Bytes slots_;                        // exchange scratch
 };
 
 class CommunicatorDataPathFactory : public DataPathFactory {
@@ -88,9 +88,9 @@ class CommunicatorDataPathFactory : public DataPathFactory {
   // relay: makes the world's data path a RoundRelay when the job spans
   // nodes and wake_relay (TANDEM_WAKE_RELAY) is on; empty: none. Like
   // `connect`, the C API passes the TCP transport's (api/join.h).
-  CommunicatorDataPathFactory(Bootstrap& job, TransportFactory connect,
-                              CommunicatorOptions options, size_t fusion_threshold_bytes,
-                              bool wake_relay = false, RoundRelayFactory relay = nullptr);
+  CommunicatorDataPathFactory(Bootstrap& job, TransportFactory connect, CommunicatorOptions options,
+                              size_t fusion_threshold_bytes, bool wake_relay = false,
+                              RoundRelayFactory relay = nullptr);
   std::unique_ptr<DataPath> create(const std::vector<int>& global_ranks) override;
 
  private:

@@ -214,8 +214,8 @@ Response Coordinator::make_response(const std::string& name,
   r.requests = std::move(all);
   r.error = check(r);
   if (!r.error.empty()) {
-    r.error_code = r.error.find("joined") != std::string::npos ? TANDEM_ERR_UNSUPPORTED
-                                                                : TANDEM_ERR_MISMATCH;
+    r.error_code =
+        r.error.find("joined") != std::string::npos ? TANDEM_ERR_UNSUPPORTED : TANDEM_ERR_MISMATCH;
   } else if (!r.any_absent()) {
     cache_.put(r.requests);
   }

@@ -10,15 +10,15 @@
 namespace tandem::runtime {
 
 enum class Counter {
-  kCycles,            // negotiation rounds (all process sets)
-  kRequestsSent,      // tensors announced with a full request
-  kCacheHits,         // tensors announced through a cache bit
+  kCycles,        // negotiation rounds (all process sets)
+  kRequestsSent,  // tensors announced with a full request
+  kCacheHits,     // tensors announced through a cache bit
   kCacheInvalidations,
-  kResponses,         // tensors that ran (or failed) after negotiation
-  kBatches,           // collectives run for tensors
-  kFusedBatches,      // batches holding more than one tensor
-  kFusedTensors,      // tensors that ran inside such a batch
-  kMismatches,        // tensors failed because ranks disagreed
+  kResponses,     // tensors that ran (or failed) after negotiation
+  kBatches,       // collectives run for tensors
+  kFusedBatches,  // batches holding more than one tensor
+  kFusedTensors,  // tensors that ran inside such a batch
+  kMismatches,    // tensors failed because ranks disagreed
   kStallWarnings,
   kMessageRounds,     // rounds that exchanged the members' messages (not only bits)
   kNegotiationBytes,  // bytes sent and received across nodes by negotiation rounds

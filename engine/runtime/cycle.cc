@@ -169,9 +169,10 @@ void Runtime::check_stalls() {
   auto now = Clock::now();
   for (const auto& set : sets_.snapshot()) {
     if (!set->member() || set->set_rank_of(rank_) != 0) continue;
-    auto& inspector = stall_inspectors_.try_emplace(set->id(), settings_.stall_check_seconds,
-                                                    settings_.stall_shutdown_seconds)
-                          .first->second;
+    auto& inspector =
+        stall_inspectors_
+            .try_emplace(set->id(), settings_.stall_check_seconds, settings_.stall_shutdown_seconds)
+            .first->second;
     std::string fatal;
     for (const std::string& w : inspector.inspect(set->coordinator().pending(), now, &fatal)) {
       counters_.add(Counter::kStallWarnings);

@@ -123,8 +123,9 @@ Bytes CycleMessage::serialize() const {
 CycleMessage CycleMessage::parse(const Bytes& bytes) {
   Reader r(bytes);
   if (r.get<uint32_t>() != kMagic)
-    throw Error("runtime: a peer sent a cycle message of another format; every rank must run "
-                "the same tandem version");
+    throw Error(
+        "runtime: a peer sent a cycle message of another format; every rank must run "
+        "the same tandem version");
   CycleMessage m;
   auto flags = r.get<uint8_t>();
   m.joined = flags & kJoinedFlag;
@@ -174,7 +175,8 @@ bool test_bit(const std::vector<uint64_t>& bits, size_t index) {
 
 bool full_round_needed(const CycleMessage& m) {
   return m.joined || m.shutdown || !m.waits.empty() || !m.requests.empty() ||
-         std::any_of(m.invalid_bits.begin(), m.invalid_bits.end(), [](uint64_t w) { return w != 0; });
+         std::any_of(m.invalid_bits.begin(), m.invalid_bits.end(),
+                     [](uint64_t w) { return w != 0; });
 }
 
 std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full) {

@@ -22,10 +22,10 @@ namespace tandem::runtime {
 // while with nothing new enqueued.
 struct Wait {
   static constexpr uint8_t kJoin = 255;  // `type` of a wait in join
-  int32_t set = 0;       // process set id
-  uint8_t type = 0;      // OpType, or kJoin
-  std::string name;      // the tensor's name (a group's first)
-  uint32_t more = 0;     // other tensors of its group (grouped allreduce)
+  int32_t set = 0;                       // process set id
+  uint8_t type = 0;                      // OpType, or kJoin
+  std::string name;                      // the tensor's name (a group's first)
+  uint32_t more = 0;                     // other tensors of its group (grouped allreduce)
   // Global ranks of the set that have not enqueued it (nor joined): it runs
   // once each of them does.
   std::vector<int32_t> missing;
@@ -68,8 +68,8 @@ bool test_bit(const std::vector<uint64_t>& bits, size_t index);
 bool full_round_needed(const CycleMessage& m);
 std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full);
 struct BitRound {
-  bool full = false;                     // someone needs the messages
-  std::vector<uint64_t> ready_somewhere;  // OR of the ready bits
+  bool full = false;                        // someone needs the messages
+  std::vector<uint64_t> ready_somewhere;    // OR of the ready bits
   std::vector<uint64_t> missing_somewhere;  // OR of their negations
 };
 // Reads the reduced bytes; throws Error on a length that is not 1 + 2 span.

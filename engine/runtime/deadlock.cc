@@ -23,8 +23,7 @@ std::string describe_wait(const Wait& w) {
     // Their names are the runtime's own: the operation says it all.
     case OpType::kBarrier:
     case OpType::kAddProcessSet:
-    case OpType::kRemoveProcessSet:
-      return op_type_name(type);
+    case OpType::kRemoveProcessSet: return op_type_name(type);
     default:
       return std::string(op_type_name(type)) + " '" + w.name + "'" +
              (w.more ? " (and " + std::to_string(w.more) + " more of its group)" : "");

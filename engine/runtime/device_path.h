@@ -24,8 +24,8 @@ class DevicePath {
   struct Result {
     tandem_result_t code = TANDEM_SUCCESS;
     std::string error;
-    TensorOutput output;           // engine-allocated results (in device memory)
-    std::vector<int64_t> splits;   // alltoall: rows received from each member
+    TensorOutput output;          // engine-allocated results (in device memory)
+    std::vector<int64_t> splits;  // alltoall: rows received from each member
   };
 
   virtual ~DevicePath() = default;

@@ -75,8 +75,8 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
   } done{set, {}, {}};
   done.names.reserve(responses.size());
   auto publish = [&] { done.publish(); };
-  auto finish = [&](size_t i, tandem_result_t code, const std::string& error,
-                    TensorOutput out = {}, std::vector<int64_t> splits = {}, int value = -1) {
+  auto finish = [&](size_t i, tandem_result_t code, const std::string& error, TensorOutput out = {},
+                    std::vector<int64_t> splits = {}, int value = -1) {
     if (!entries[i]) return;
     std::shared_ptr<HandleState> h = entries[i]->handle;
     int index = entries[i]->index;
@@ -158,9 +158,7 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
         try {
           run_internal(lead);
           value = lead.last_joined_rank;
-        } catch (const InvalidArgument& e) {
-          error = e.what();
-        }
+        } catch (const InvalidArgument& e) { error = e.what(); }
         finish(i0, error.empty() ? TANDEM_SUCCESS : TANDEM_ERR_INVALID_ARGUMENT, error, {}, {},
                value);
         break;

@@ -9,13 +9,15 @@ namespace tandem::runtime {
 std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tensors,
                                               const OpArgs& args) {
   auto set = sets_.find(args.process_set);
-  if (!set) throw InvalidArgument("process set " + std::to_string(args.process_set) +
-                                  " does not exist (add it with tandem_add_process_set)");
+  if (!set)
+    throw InvalidArgument("process set " + std::to_string(args.process_set) +
+                          " does not exist (add it with tandem_add_process_set)");
   std::vector<Request> requests = make_requests(tensors, args, *set, rank_);
   {
     std::lock_guard<std::mutex> lock(join_mu_);
     if (join_handle_ && args.process_set == TANDEM_GLOBAL_PROCESS_SET)
-      throw InvalidArgument(requests.front().name + ": this rank has called join; enqueue "
+      throw InvalidArgument(requests.front().name +
+                            ": this rank has called join; enqueue "
                             "nothing more until the join completes");
   }
   std::shared_ptr<HandleState> handle;
@@ -62,7 +64,6 @@ int Runtime::wait_internal(const std::shared_ptr<HandleState>& h) {
   handles_.release(h->id());
   if (code == TANDEM_SUCCESS) return result;
   throw_error(code, error);
-
 }
 
 int Runtime::add_process_set(std::vector<int> ranks) {
@@ -83,8 +84,9 @@ int Runtime::add_process_set(std::vector<int> ranks) {
 void Runtime::remove_process_set(int id) {
   if (id == TANDEM_GLOBAL_PROCESS_SET)
     throw InvalidArgument("remove_process_set: the global process set (0) cannot be removed");
-  if (!sets_.find(id)) throw InvalidArgument("remove_process_set: process set " +
-                                           std::to_string(id) + " does not exist");
+  if (!sets_.find(id))
+    throw InvalidArgument("remove_process_set: process set " + std::to_string(id) +
+                          " does not exist");
   Request q;
   q.type = OpType::kRemoveProcessSet;
   q.root = id;

@@ -22,12 +22,14 @@ void fill_numeric(void* dst, size_t count, int op) {
   switch (op) {
     case TANDEM_PRODUCT: fill<T>(dst, count, T(1)); break;
     case TANDEM_MIN:
-      fill<T>(dst, count, std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
-                                                               : std::numeric_limits<T>::max());
+      fill<T>(dst, count,
+              std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                   : std::numeric_limits<T>::max());
       break;
     case TANDEM_MAX:
-      fill<T>(dst, count, std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                               : std::numeric_limits<T>::lowest());
+      fill<T>(dst, count,
+              std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                   : std::numeric_limits<T>::lowest());
       break;
     default: std::memset(dst, 0, count * sizeof(T)); break;
   }
@@ -226,8 +228,8 @@ void run_reducescatter(ExecContext& ctx, const Response& r, TensorEntry& e, Tens
   out->shape[0] = rows / n + (ctx.set_rank < rows % n ? 1 : 0);
   out->data.resize(counts[ctx.set_rank] * dtype_bytes(q.dtype));
   ctx.data_path.reducescatter(e.input, out->data.data(), counts,
-                              static_cast<tandem_dtype_t>(q.dtype),
-                              static_cast<tandem_op_t>(q.op), q.prescale, q.postscale);
+                              static_cast<tandem_dtype_t>(q.dtype), static_cast<tandem_op_t>(q.op),
+                              q.prescale, q.postscale);
 }
 
 }  // namespace

@@ -23,8 +23,8 @@ struct ExecContext {
   DataPath& data_path;
   Timeline& timeline;
   Counters& counters;
-  int set_rank;                      // this rank in the set
-  const std::vector<int>& members;   // global ranks by set rank
+  int set_rank;                     // this rank in the set
+  const std::vector<int>& members;  // global ranks by set rank
 };
 
 // entries[i] is this rank's entry for responses[i], or nullptr. Fills

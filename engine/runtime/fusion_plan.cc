@@ -10,8 +10,8 @@ bool fusable(const Response& r) {
 bool compatible(const Response& a, const Response& b) {
   const Request& x = a.first();
   const Request& y = b.first();
-  return x.dtype == y.dtype && x.device == y.device && x.op == y.op &&
-         x.prescale == y.prescale && x.postscale == y.postscale;
+  return x.dtype == y.dtype && x.device == y.device && x.op == y.op && x.prescale == y.prescale &&
+         x.postscale == y.postscale;
 }
 
 }  // namespace

@@ -46,10 +46,9 @@ gpu::GpuOpKind kind_of(OpType t) {
 }
 
 std::string label_of(const std::vector<const Response*>& responses) {
-  std::string l = std::string(op_type_name(responses.front()->type)) + " '" +
-                  responses.front()->name + "'";
-  if (responses.size() > 1)
-    l += " (fused with " + std::to_string(responses.size() - 1) + " more)";
+  std::string l =
+      std::string(op_type_name(responses.front()->type)) + " '" + responses.front()->name + "'";
+  if (responses.size() > 1) l += " (fused with " + std::to_string(responses.size() - 1) + " more)";
   return l;
 }
 
@@ -61,8 +60,7 @@ Bytes encode(tandem_result_t code, const std::string& why) {
   return b;
 }
 
-std::vector<DevicePath::Result> all_failed(size_t n, tandem_result_t code,
-                                           const std::string& why) {
+std::vector<DevicePath::Result> all_failed(size_t n, tandem_result_t code, const std::string& why) {
   std::vector<DevicePath::Result> out(n);
   for (auto& r : out) {
     r.code = code;
@@ -166,8 +164,9 @@ std::vector<DevicePath::Result> GpuDataPath::run(ExecContext& ctx, int set_id,
   for (const Response* r : responses)
     if (r->any_absent())  // the same on every member: no exchange needed
       return all_failed(responses.size(), TANDEM_ERR_UNSUPPORTED,
-                        label + ": a rank has joined; join works with host tensors only (a "
-                                "joined rank has no GPU buffer to contribute from)");
+                        label +
+                            ": a rank has joined; join works with host tensors only (a "
+                            "joined rank has no GPU buffer to contribute from)");
   const Verdict v = agree(ctx, local_verdict(responses, entries), label);
   if (v.code != TANDEM_SUCCESS) return all_failed(responses.size(), v.code, v.why);
   register_set(ctx, set_id);
@@ -180,9 +179,9 @@ std::vector<DevicePath::Result> GpuDataPath::run(ExecContext& ctx, int set_id,
   }
 }
 
-std::vector<DevicePath::Result> GpuDataPath::execute(
-    ExecContext& ctx, int set_id, const std::vector<const Response*>& responses,
-    const std::vector<TensorEntry*>& entries) {
+std::vector<DevicePath::Result> GpuDataPath::execute(ExecContext& ctx, int set_id,
+                                                     const std::vector<const Response*>& responses,
+                                                     const std::vector<TensorEntry*>& entries) {
   gpu::GpuBackend& b = *backend_;
   const Request& q = entries.front()->request;
   const size_t n = ctx.members.size();
@@ -211,8 +210,8 @@ std::vector<DevicePath::Result> GpuDataPath::execute(
     case OpType::kBroadcast:
       req.root = static_cast<int>(std::find(ctx.members.begin(), ctx.members.end(), q.root) -
                                   ctx.members.begin());
-      req.tensors.push_back({q.elements() ? entries[0]->input : nullptr, entries[0]->output,
-                             to_size(q.elements())});
+      req.tensors.push_back(
+          {q.elements() ? entries[0]->input : nullptr, entries[0]->output, to_size(q.elements())});
       break;
     case OpType::kAllgather: {
       const Response& r = *responses.front();
@@ -270,11 +269,11 @@ std::vector<DevicePath::Result> GpuDataPath::execute(
     out[0].output.device = std::move(data);
   }
 
-  const char* phase = q.type == OpType::kAllreduce       ? "NCCL_ALLREDUCE"
-                      : q.type == OpType::kBroadcast     ? "NCCL_BROADCAST"
-                      : q.type == OpType::kAllgather     ? "NCCL_ALLGATHER"
-                      : q.type == OpType::kAlltoall      ? "NCCL_ALLTOALL"
-                                                         : "NCCL_REDUCESCATTER";
+  const char* phase = q.type == OpType::kAllreduce   ? "NCCL_ALLREDUCE"
+                      : q.type == OpType::kBroadcast ? "NCCL_BROADCAST"
+                      : q.type == OpType::kAllgather ? "NCCL_ALLGATHER"
+                      : q.type == OpType::kAlltoall  ? "NCCL_ALLTOALL"
+                                                     : "NCCL_REDUCESCATTER";
   for (const Response* r : responses) {
     ctx.timeline.end(r->name);  // QUEUE
     ctx.timeline.begin(r->name, phase);
@@ -288,8 +287,7 @@ std::vector<DevicePath::Result> GpuDataPath::execute(
 std::unique_ptr<DevicePath> make_gpu_data_path(const Identity& me,
                                                std::chrono::milliseconds timeout) {
   return std::make_unique<GpuDataPath>(me, [me, timeout] {
-    return gpu::GpuBackend::create(me, gpu::GpuSettings::from(gpu::process_environment()),
-                                   timeout);
+    return gpu::GpuBackend::create(me, gpu::GpuSettings::from(gpu::process_environment()), timeout);
   });
 }
 

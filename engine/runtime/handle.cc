@@ -15,8 +15,8 @@ void HandleState::complete_one(int index, tandem_result_t result, const std::str
   if (complete_one_quietly(index, result, error, std::move(output))) publish();
 }
 
-bool HandleState::complete_one_quietly(int index, tandem_result_t result,
-                                       const std::string& error, TensorOutput output) {
+bool HandleState::complete_one_quietly(int index, tandem_result_t result, const std::string& error,
+                                       TensorOutput output) {
   std::lock_guard<std::mutex> lock(mu_);
   if (finished_ || remaining_ <= 0) return false;
   if (result != TANDEM_SUCCESS && result_ == TANDEM_SUCCESS) {
@@ -68,9 +68,7 @@ int HandleState::int_result() const {
 bool HandleState::done() const { return done_.load(std::memory_order_acquire); }
 
 // result_ and error_ are final once done_ reads true.
-tandem_result_t HandleState::result() const {
-  return done() ? result_ : TANDEM_ERR_IN_PROGRESS;
-}
+tandem_result_t HandleState::result() const { return done() ? result_ : TANDEM_ERR_IN_PROGRESS; }
 
 std::string HandleState::error() const { return done() ? error_ : std::string(); }
 

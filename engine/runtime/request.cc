@@ -31,9 +31,9 @@ int64_t Request::row_elements() const {
 }
 
 bool Request::operator==(const Request& o) const {
-  return name == o.name && type == o.type && dtype == o.dtype && device == o.device &&
-         op == o.op && root == o.root && prescale == o.prescale && postscale == o.postscale &&
-         shape == o.shape && splits == o.splits;
+  return name == o.name && type == o.type && dtype == o.dtype && device == o.device && op == o.op &&
+         root == o.root && prescale == o.prescale && postscale == o.postscale && shape == o.shape &&
+         splits == o.splits;
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {

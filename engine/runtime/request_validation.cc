@@ -24,9 +24,10 @@ std::vector<Request> make_requests(const std::vector<TensorArg>& tensors, const 
     q.shape = t.shape;
     // Built only for an error message: enqueue runs for every tensor of every step.
     auto what = [&] { return std::string(op_type_name(args.type)) + " '" + t.name + "'"; };
-    if (t.name.empty()) throw InvalidArgument(std::string(op_type_name(args.type)) +
-                                              ": the tensor name is empty; give every tensor a "
-                                              "name that is the same on every rank");
+    if (t.name.empty())
+      throw InvalidArgument(std::string(op_type_name(args.type)) +
+                            ": the tensor name is empty; give every tensor a "
+                            "name that is the same on every rank");
     if (dtype_bytes(t.dtype) == 0)
       throw InvalidArgument(what() + ": unknown dtype " + std::to_string(t.dtype));
     // GPU tensors are negotiated like host ones and run on the device path
@@ -35,14 +36,15 @@ std::vector<Request> make_requests(const std::vector<TensorArg>& tensors, const 
       throw InvalidArgument(what() + ": device " + std::to_string(t.device) +
                             " is neither TANDEM_DEVICE_CPU (-1) nor a CUDA device index (>= 0)");
     for (int64_t d : t.shape)
-      if (d < 0) throw InvalidArgument(what() + ": negative dimension in shape " +
-                                       shape_string(t.shape));
+      if (d < 0)
+        throw InvalidArgument(what() + ": negative dimension in shape " + shape_string(t.shape));
     if (q.elements() > 0 && !t.input)
       throw InvalidArgument(what() + ": input is NULL but the shape " + shape_string(t.shape) +
                             " has elements");
     bool needs_output = args.type == OpType::kAllreduce || args.type == OpType::kBroadcast;
     if (needs_output && q.elements() > 0 && !t.output)
-      throw InvalidArgument(what() + ": output is NULL; pass the buffer for the result (it may "
+      throw InvalidArgument(what() +
+                            ": output is NULL; pass the buffer for the result (it may "
                             "be the input)");
     if (args.type == OpType::kAllreduce || args.type == OpType::kReducescatter) {
       if (args.op < 0 || args.op >= TANDEM_OP_COUNT_)
@@ -51,7 +53,8 @@ std::vector<Request> make_requests(const std::vector<TensorArg>& tensors, const 
                       t.dtype == TANDEM_FLOAT32 || t.dtype == TANDEM_FLOAT64;
       if (!floating && (args.prescale != 1.0 || args.postscale != 1.0))
         throw InvalidArgument(what() + ": prescale/postscale must be 1.0 for " +
-                              dtype_name(t.dtype) + " tensors (scaling applies to floating "
+                              dtype_name(t.dtype) +
+                              " tensors (scaling applies to floating "
                               "types only)");
       q.op = args.op;
       q.prescale = args.prescale;
@@ -64,7 +67,8 @@ std::vector<Request> make_requests(const std::vector<TensorArg>& tensors, const 
       q.root = args.root;
     }
     if ((args.type == OpType::kAllgather || args.type == OpType::kAlltoall ||
-         args.type == OpType::kReducescatter) && t.shape.empty())
+         args.type == OpType::kReducescatter) &&
+        t.shape.empty())
       throw InvalidArgument(what() + ": needs at least one dimension (it works on the first)");
     if (args.type == OpType::kAlltoall) {
       if (args.splits.empty()) {
@@ -76,11 +80,12 @@ std::vector<Request> make_requests(const std::vector<TensorArg>& tensors, const 
       } else {
         if (static_cast<int>(args.splits.size()) != set_size)
           throw InvalidArgument(what() + ": " + std::to_string(args.splits.size()) +
-                                " splits given, the process set has " +
-                                std::to_string(set_size) + " ranks");
+                                " splits given, the process set has " + std::to_string(set_size) +
+                                " ranks");
         int64_t sum = 0;
         for (int64_t s : args.splits) {
-          if (s < 0) throw InvalidArgument(what() + ": negative split " + shape_string(args.splits));
+          if (s < 0)
+            throw InvalidArgument(what() + ": negative split " + shape_string(args.splits));
           sum += s;
         }
         if (sum != t.shape[0])

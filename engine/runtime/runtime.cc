@@ -32,8 +32,7 @@ void Runtime::log_setup() {
   std::snprintf(text, sizeof text,
                 "fusing allreduces up to %zu bytes, batching window %g ms, response cache of "
                 "%zu entries per process set, idle ranks %s, %s scheduling%s",
-                settings_.fusion_threshold_bytes, settings_.cycle_time_ms,
-                settings_.cache_capacity,
+                settings_.fusion_threshold_bytes, settings_.cycle_time_ms, settings_.cache_capacity,
                 world_->can_wake_members() ? "sleep until a peer asks for a round"
                                            : "poll every TANDEM_IDLE_WAIT",
                 settings_.batch_scheduling ? "SCHED_BATCH" : "SCHED_OTHER",

@@ -176,8 +176,8 @@ class Runtime {
   HandleTable handles_;
   Timeline timeline_;
   Counters counters_;
-  ProcessSetTable sets_;       // after factory_: built from it
-  DataPath* world_ = nullptr;  // the global set's (lives as long as the runtime)
+  ProcessSetTable sets_;                   // after factory_: built from it
+  DataPath* world_ = nullptr;              // the global set's (lives as long as the runtime)
   std::atomic<uint64_t> internal_seq_{0};  // names of process-set changes
 
   // ---- join (global set only)
@@ -187,19 +187,19 @@ class Runtime {
   // ---- wake-up and batching (wake_up.cc)
   std::mutex work_mu_;
   std::condition_variable work_cv_;
-  std::atomic<bool> work_{false};          // set under work_mu_, cleared by the bg thread
+  std::atomic<bool> work_{false};  // set under work_mu_, cleared by the bg thread
   std::chrono::steady_clock::time_point first_work_;  // under work_mu_
-  std::atomic<int64_t> last_work_ns_{0};   // steady clock, of the latest enqueue
-  std::atomic<bool> in_window_{false};     // the bg thread is in the batching window
-  std::atomic<int> blocked_waiters_{0};    // API threads in a handle wait
+  std::atomic<int64_t> last_work_ns_{0};              // steady clock, of the latest enqueue
+  std::atomic<bool> in_window_{false};                // the bg thread is in the batching window
+  std::atomic<int> blocked_waiters_{0};               // API threads in a handle wait
 
   // ---- the cycle (bg thread)
-  uint64_t cycles_done_ = 0;   // the same on every rank
+  uint64_t cycles_done_ = 0;  // the same on every rank
   // End of the last round in which a member announced something.
   std::chrono::steady_clock::time_point last_busy_{};
   std::map<int, StallInspector> stall_inspectors_;  // by set id
-  std::string fatal_;                      // a stall past the shutdown time
-  std::atomic<bool> fatal_set_{false};     // fatal_ is not empty
+  std::string fatal_;                               // a stall past the shutdown time
+  std::atomic<bool> fatal_set_{false};              // fatal_ is not empty
 
   // ---- deadlock report: the handles API threads wait on (how many threads
   // each), and since when the rank has had one (deadlock.h)

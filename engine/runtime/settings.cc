@@ -102,14 +102,16 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
     // The strict parsers are the engine's (common/settings.h); the ranges
     // are here, next to the declarations.
     if (n == "TANDEM_FUSION_THRESHOLD")
-      s.fusion_threshold_bytes = static_cast<size_t>(parse_int_setting(var, v, 0, int64_t{1} << 40));
+      s.fusion_threshold_bytes =
+          static_cast<size_t>(parse_int_setting(var, v, 0, int64_t{1} << 40));
     else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = parse_double_setting(var, v, 0, 60000);
     else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = parse_double_setting(var, v, 0, 60000);
     else if (n == "TANDEM_WAKE_RELAY") s.wake_relay = parse_bool_setting(var, v);
     else if (n == "TANDEM_CACHE_CAPACITY")
       s.cache_capacity = static_cast<size_t>(parse_int_setting(var, v, 0, 1 << 20));
     else if (n == "TANDEM_TIMELINE") s.timeline_path = v;
-    else if (n == "TANDEM_TIMELINE_MARK_CYCLES") s.timeline_mark_cycles = parse_bool_setting(var, v);
+    else if (n == "TANDEM_TIMELINE_MARK_CYCLES")
+      s.timeline_mark_cycles = parse_bool_setting(var, v);
     else if (n == "TANDEM_STALL_CHECK_TIME_SECONDS")
       s.stall_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
     else if (n == "TANDEM_STALL_SHUTDOWN_TIME_SECONDS")

@@ -36,7 +36,7 @@ struct Settings {
   double stall_check_seconds = 60;
   double stall_shutdown_seconds = 0;
   double deadlock_check_seconds = 1;  // deadlock.h; 0: off
-  bool batch_scheduling = false;  // TANDEM_RUNTIME_SCHEDULING=batch
+  bool batch_scheduling = false;      // TANDEM_RUNTIME_SCHEDULING=batch
 
   using Getenv = std::function<const char*(const char*)>;
   // Reads every declared variable through `getenv` (the process environment

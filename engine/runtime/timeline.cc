@@ -60,8 +60,8 @@ bool Timeline::active() const {
 }
 
 int64_t Timeline::now_us() const {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now() - t0_)
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               t0_)
       .count();
 }
 

@@ -108,9 +108,7 @@ void Runtime::batching_window() {
   std::unique_lock<std::mutex> lock(work_mu_);
   const Clock::time_point cap = first_work_ + ms(settings_.cycle_time_ms);
   in_window_.store(true, std::memory_order_seq_cst);
-  auto close = [&] {
-    return stop_.load() || blocked_waiters_.load(std::memory_order_seq_cst) > 0;
-  };
+  auto close = [&] { return stop_.load() || blocked_waiters_.load(std::memory_order_seq_cst) > 0; };
   while (!close()) {
     const Clock::time_point last{std::chrono::duration_cast<Clock::duration>(
         std::chrono::nanoseconds(last_work_ns_.load(std::memory_order_relaxed)))};

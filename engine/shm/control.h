@@ -23,14 +23,14 @@ constexpr size_t kInlineBytes = 24;
 constexpr int kCpuWords = 1024 / 64;
 
 struct alignas(64) RankControl {
-  std::atomic<uint64_t> epoch;      // barriers this rank has arrived at
+  std::atomic<uint64_t> epoch;  // barriers this rank has arrived at
   // Small inputs, by parity of the barrier they precede (epoch & 1): a slot
   // is rewritten two barriers later, after every reader passed the one in
   // between (they read right after the barrier the slot precedes).
   alignas(8) unsigned char inline_data[2][kInlineBytes];
   // -- the lines below are written once per collective at most
   alignas(64) std::atomic<int32_t> pid;  // for liveness checks (pidfd) and single-copy access
-  std::atomic<uint32_t> cma_ok;     // setup: 1 when this rank reached every peer (peer_memory.h)
+  std::atomic<uint32_t> cma_ok;  // setup: 1 when this rank reached every peer (peer_memory.h)
   // Double-buffered by step parity (see ShmGroup): where this rank's input
   // of the step lies (segment offset), and one small value per step.
   std::atomic<uint64_t> offset[2];
@@ -81,8 +81,8 @@ struct ControlBlock {
   // allreduce, read by every rank before its first arrival in the next one,
   // so every rank of the node takes the same steps (ShmGroup::decide_step).
   alignas(64) std::atomic<uint64_t> step_bytes;
-  alignas(64) std::atomic<uint32_t> wake;      // futex word: bumped when sleepers must wake
-  std::atomic<uint32_t> sleepers;              // ranks inside futex_wait
+  alignas(64) std::atomic<uint32_t> wake;         // futex word: bumped when sleepers must wake
+  std::atomic<uint32_t> sleepers;                 // ranks inside futex_wait
   alignas(64) std::atomic<uint32_t> abort_state;  // 0 none, 1 writing, 2 message ready
   uint32_t abort_kind;
   char abort_message[1024];

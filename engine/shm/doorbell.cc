@@ -15,8 +15,7 @@ namespace {
 // Raises the monotone maximum; whether this call did.
 bool raise(std::atomic<uint64_t>& requested, uint64_t round) {
   uint64_t seen = requested.load(std::memory_order_seq_cst);
-  while (seen < round &&
-         !requested.compare_exchange_weak(seen, round, std::memory_order_seq_cst)) {
+  while (seen < round && !requested.compare_exchange_weak(seen, round, std::memory_order_seq_cst)) {
   }
   return seen < round;
 }

@@ -111,9 +111,7 @@ void NodeSync::watch_peers() {
 // reads our epoch; we store our epoch, then read `sleepers`) comes after the
 // wait, in wake_sleepers: whoever arrives last passes its wait without
 // sleeping and wakes the rest, and every sleeper re-checks each 10 ms anyway.
-void NodeSync::arrive() {
-  control_->ranks[me_].epoch.store(++epoch_, std::memory_order_release);
-}
+void NodeSync::arrive() { control_->ranks[me_].epoch.store(++epoch_, std::memory_order_release); }
 
 void NodeSync::wake_sleepers() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -247,8 +245,9 @@ void NodeSync::wait(const char* what) {
   // too early is as bad: waking from a futex takes tens of microseconds,
   // and two ranks that keep waking each other settle at that latency per
   // barrier (27 us with a 20 us spin and no yield phase).
-  const auto spin_for = polling_ == Polling::kSpin ? spin_us_
-                        : polling_ == Polling::kSpinThenYield ? std::min(spin_us_, 1) : 0;
+  const auto spin_for = polling_ == Polling::kSpin            ? spin_us_
+                        : polling_ == Polling::kSpinThenYield ? std::min(spin_us_, 1)
+                                                              : 0;
   const auto spin_end = start + std::chrono::microseconds(spin_for);
   const auto yield_end = start + std::chrono::microseconds(spin_us_);
   if (spin_for > 0) {
@@ -282,10 +281,10 @@ void NodeSync::wait(const char* what) {
       next_check = now + kLivenessSlice;
     }
     if (now >= deadline) {
-      abort(AbortKind::kTimeout,
-            std::string(what) + ": rank(s) " + missing(target) + " did not arrive within " +
-                std::to_string(timeout_.count() / 1000.0).substr(0, 8) +
-                " s (TANDEM_TIMEOUT); a peer is stopped, hung or far behind");
+      abort(AbortKind::kTimeout, std::string(what) + ": rank(s) " + missing(target) +
+                                     " did not arrive within " +
+                                     std::to_string(timeout_.count() / 1000.0).substr(0, 8) +
+                                     " s (TANDEM_TIMEOUT); a peer is stopped, hung or far behind");
       check_aborted();
     }
     control_->sleepers.fetch_add(1, std::memory_order_seq_cst);

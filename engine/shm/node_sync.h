@@ -19,15 +19,15 @@ namespace tandem {
 // printed at exit with TANDEM_SHM_STATS=1 (docs/engine.md "Where the time
 // goes"): how each wait ended, how often it yielded and slept.
 struct WaitStats {
-  uint64_t waits = 0;       // wait() calls
-  uint64_t ready = 0;       // ...that found every rank arrived on entry
-  uint64_t spun = 0;        // ...that ended in the pause spin
-  uint64_t yielded = 0;     // ...that ended in the yield phase
-  uint64_t slept = 0;       // ...that went to the futex at least once
-  uint64_t yields = 0;      // sched_yield calls
-  uint64_t sleeps = 0;      // futex_wait calls
-  uint64_t wait_ns = 0;     // time inside wait() when not ready on entry
-  uint64_t wait_cpu_ns = 0; // ...of it on a CPU (spinning, yielding), when measured
+  uint64_t waits = 0;        // wait() calls
+  uint64_t ready = 0;        // ...that found every rank arrived on entry
+  uint64_t spun = 0;         // ...that ended in the pause spin
+  uint64_t yielded = 0;      // ...that ended in the yield phase
+  uint64_t slept = 0;        // ...that went to the futex at least once
+  uint64_t yields = 0;       // sched_yield calls
+  uint64_t sleeps = 0;       // futex_wait calls
+  uint64_t wait_ns = 0;      // time inside wait() when not ready on entry
+  uint64_t wait_cpu_ns = 0;  // ...of it on a CPU (spinning, yielding), when measured
 };
 
 class NodeSync {

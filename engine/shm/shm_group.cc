@@ -117,10 +117,10 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   n_ = static_cast<int>(locals.size());
   me_ = static_cast<int>(std::find(locals.begin(), locals.end(), id.rank) - locals.begin());
   if (me_ != id.local_rank || n_ != id.local_size || n_ > kMaxLocalRanks)
-    throw BootstrapError("shared memory setup: rank " + std::to_string(id.rank) + " has local rank " +
-                         std::to_string(id.local_rank) + " of " + std::to_string(id.local_size) +
-                         " but its node holds " + std::to_string(n_) +
-                         " ranks (at most " + std::to_string(kMaxLocalRanks) +
+    throw BootstrapError("shared memory setup: rank " + std::to_string(id.rank) +
+                         " has local rank " + std::to_string(id.local_rank) + " of " +
+                         std::to_string(id.local_size) + " but its node holds " +
+                         std::to_string(n_) + " ranks (at most " + std::to_string(kMaxLocalRanks) +
                          "); the launcher's layout is inconsistent");
 
   // Every rank proposes its settings; world rank 0's chunk sizes win
@@ -254,19 +254,20 @@ ShmGroup::~ShmGroup() {
     const double ops = static_cast<double>(o.ops);
     const double waits = static_cast<double>(std::max<uint64_t>(w.waits, 1));
     char line[1024];
-    std::snprintf(line, sizeof line,
-                 "stats: local rank %d/%d: %8.0f B x %" PRIu64 ": %.1f us each, %.1f us "
-                 "on CPU outside waits; per call "
-                 "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
-                 "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
-                 "%.1f us waiting (%.1f on CPU)%s",
-                 me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3,
-                 (static_cast<double>(o.cpu_ns) - static_cast<double>(w.wait_cpu_ns)) / ops / 1e3,
-                 o.nvcsw / ops, o.nivcsw / ops,
-                 w.waits / ops, 100.0 * w.ready / waits, 100.0 * w.spun / waits,
-                 100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops, w.sleeps / ops,
-                 w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3,
-                 o.step ? (", last staged step " + std::to_string(o.step >> 10) + " KiB").c_str() : "");
+    std::snprintf(
+        line, sizeof line,
+        "stats: local rank %d/%d: %8.0f B x %" PRIu64
+        ": %.1f us each, %.1f us "
+        "on CPU outside waits; per call "
+        "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
+        "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
+        "%.1f us waiting (%.1f on CPU)%s",
+        me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3,
+        (static_cast<double>(o.cpu_ns) - static_cast<double>(w.wait_cpu_ns)) / ops / 1e3,
+        o.nvcsw / ops, o.nivcsw / ops, w.waits / ops, 100.0 * w.ready / waits,
+        100.0 * w.spun / waits, 100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops,
+        w.sleeps / ops, w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3,
+        o.step ? (", last staged step " + std::to_string(o.step >> 10) + " KiB").c_str() : "");
     TANDEM_LOG_ALWAYS(kInfo, shm, line);  // asked for with TANDEM_SHM_STATS
   }
 }
@@ -397,18 +398,19 @@ void ShmGroup::barrier() { sync_->barrier("barrier"); }
 // The first step also publishes whether this rank's call is in place on its
 // arena; when every local rank's is, all take allreduce_in_arena from there.
 void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                         const PartHook& hook, const ResultSink* sink,
-                         const InputSource* source) {
+                         const PartHook& hook, const ResultSink* sink, const InputSource* source) {
   const size_t es = dtype_size(r.dtype);
   if (count == 0) return;
   OpTimer timer(*this, count * es);
-  if (source && send != recv) throw InvalidArgument("allreduce: an input source needs send == recv");
+  if (source && send != recv)
+    throw InvalidArgument("allreduce: an input source needs send == recv");
   if (source && !hook && count * es <= kSmallBytes) {
     copy_from_source(*source, 0, static_cast<char*>(recv), count * es);
     source = nullptr;
   }
   if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
-  if (!hook && cma_ && direct_pays(count * es)) return allreduce_direct(send, recv, count, r, sink, source);
+  if (!hook && cma_ && direct_pays(count * es))
+    return allreduce_direct(send, recv, count, r, sink, source);
   // From a source the input goes through the staging buffers, never in
   // place: they are reused every step and stay in cache, while an arena
   // buffer as large as the input would not (measured: 3% faster on a
@@ -446,7 +448,8 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
       std::memcpy(mine, src, lo * es);
       std::memcpy(mine + hi * es, src + hi * es, (m - hi) * es);
     }
-    control()->ranks[me_].offset[b].store(offset_of(zero_copy ? src : mine), std::memory_order_relaxed);
+    control()->ranks[me_].offset[b].store(offset_of(zero_copy ? src : mine),
+                                          std::memory_order_relaxed);
     if (start == 0)
       control()->ranks[me_].value[b].store(zero_copy && send == recv ? 1 : 0,
                                            std::memory_order_relaxed);
@@ -456,7 +459,8 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
       if (probe) probe_barrier();
       bool all_in_arena = true;
       for (int j = 0; j < n_; ++j)
-        all_in_arena = all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
+        all_in_arena =
+            all_in_arena && control()->ranks[j].value[b].load(std::memory_order_relaxed) == 1;
       if (all_in_arena) {
         allreduce_in_arena(static_cast<char*>(recv), count, step_elems, r, hook, sink, b);
         if (adapt && me_ == 0) account_staged(count * es, t0, wait0, probe_sized);
@@ -465,10 +469,11 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
     }
     if (hi > lo) {
       for (int j = 0; j < n_; ++j)
-        in[j] = seg_.base() + control()->ranks[j].offset[b].load(std::memory_order_relaxed) + lo * es;
+        in[j] =
+            seg_.base() + control()->ranks[j].offset[b].load(std::memory_order_relaxed) + lo * es;
       if (source) {
-        reduce_from_source(*source, (start + lo) * es, (start + hi) * es, mine + lo * es,
-                           in.data(), stage);
+        reduce_from_source(*source, (start + lo) * es, (start + hi) * es, mine + lo * es, in.data(),
+                           stage);
       } else {
         in[me_] = src + lo * es;
         reduce(mine + lo * es, in.data(), n_, hi - lo, stage);
@@ -480,12 +485,9 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
     for (int j = 0; j < n_; ++j) {
       split(m, n_, j, es, &lo, &hi);
       if (hi <= lo) continue;
-      if (sink)
-        (*sink)((start + lo) * es, staging(j, b) + lo * es, (hi - lo) * es);
-      else if (streaming)
-        stream_copy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
-      else
-        std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
+      if (sink) (*sink)((start + lo) * es, staging(j, b) + lo * es, (hi - lo) * es);
+      else if (streaming) stream_copy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
+      else std::memcpy(dst + lo * es, staging(j, b) + lo * es, (hi - lo) * es);
     }
   }
   if (adapt && me_ == 0) account_staged(count * es, t0, wait0, probe_sized);
@@ -534,8 +536,9 @@ size_t ShmGroup::staged_step_bytes() const {
 void ShmGroup::probe_barrier() {
   const auto t0 = std::chrono::steady_clock::now();
   sync_->barrier("allreduce (shared memory)");
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - t0).count();
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   control()->ranks[me_].probe_ns.store(static_cast<uint64_t>(ns), std::memory_order_relaxed);
   ++probes_;
 }
@@ -570,11 +573,13 @@ void ShmGroup::decide_step() {
   }
   wall_ns_ = wall_bytes_ = 0;
   // What was slower a while ago may not be now (busy neighbours come and go).
-  if (++decisions_ % 64 == 0) std::fill(std::begin(wall_ns_per_byte_), std::end(wall_ns_per_byte_), 0.0);
-  size_t want = step_rule_ ? step_rule_(barrier_ns, work_ns_per_byte_)
-                           : climb_step(chunk_, staging_bytes_, current,
-                                        staged_step(chunk_, staging_bytes_, barrier_ns, work_ns_per_byte_),
-                                        wall_ns_per_byte_);
+  if (++decisions_ % 64 == 0)
+    std::fill(std::begin(wall_ns_per_byte_), std::end(wall_ns_per_byte_), 0.0);
+  size_t want = step_rule_
+                    ? step_rule_(barrier_ns, work_ns_per_byte_)
+                    : climb_step(chunk_, staging_bytes_, current,
+                                 staged_step(chunk_, staging_bytes_, barrier_ns, work_ns_per_byte_),
+                                 wall_ns_per_byte_);
   want = std::min(staging_bytes_, std::max(chunk_, round_up(want, kPage)));
   if (want > backed_step_ && !backing_failed_) {
     try {
@@ -582,9 +587,7 @@ void ShmGroup::decide_step() {
         for (int b = 0; b < 2; ++b)
           seg_.back(offset_of(staging(j, b)) + backed_step_, want - backed_step_);
       backed_step_ = want;
-    } catch (const SystemError&) {
-      backing_failed_ = true;
-    }
+    } catch (const SystemError&) { backing_failed_ = true; }
   }
   want = std::min(want, backed_step_);
   if (want != control()->step_bytes.load(std::memory_order_relaxed))
@@ -595,7 +598,8 @@ void ShmGroup::decide_step() {
 void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_point t0,
                               uint64_t wait0, bool timed) {
   const double all = static_cast<double>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   if (timed) {
     wall_ns_ += all;
     wall_bytes_ += static_cast<double>(bytes);
@@ -641,7 +645,8 @@ bool ShmGroup::measure_single_copy() {
       for (int k = 0; k < 2; ++k) allreduce(buf.data(), buf.data(), buf.size(), red);
       if (round == 0) continue;
       const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now() - t0).count());
+                                                std::chrono::steady_clock::now() - t0)
+                                                .count());
       best[direct ? 0 : 1] = std::min(best[direct ? 0 : 1], ns);
     }
   path_ = ShmAllreducePath::kAuto;
@@ -657,8 +662,11 @@ bool ShmGroup::measure_single_copy() {
   }
   const bool pays = single_copy_pays(direct_ns, staged_ns, n_);
   if (me_ == 0)
-    TANDEM_DEBUG(shm, "single copy measured: 1 MiB allreduce x 2, slowest rank's best: direct %.1f us, staged %.1f us: %s",
-                 *std::max_element(direct_ns, direct_ns + n_) / 1e3, *std::max_element(staged_ns, staged_ns + n_) / 1e3,
+    TANDEM_DEBUG(shm,
+                 "single copy measured: 1 MiB allreduce x 2, slowest rank's best: direct %.1f us, "
+                 "staged %.1f us: %s",
+                 *std::max_element(direct_ns, direct_ns + n_) / 1e3,
+                 *std::max_element(staged_ns, staged_ns + n_) / 1e3,
                  pays ? "single copy" : "staged");
   return pays;
 }
@@ -756,8 +764,7 @@ void ShmGroup::allreduce_direct(const void* send, void* recv, size_t count, cons
         // A peer in place on its arena: this rank has just read those lines.
         if (stream_results(bytes, recv_mapped[k] == send_mapped[k]))
           stream_copy(recv_mapped[k] + off, result, len);
-        else
-          std::memcpy(recv_mapped[k] + off, result, len);
+        else std::memcpy(recv_mapped[k] + off, result, len);
       } else if (const int err = cma_write(pid[k], peer_recv[k] + off, result, len)) {
         cma_failed(what, k, err, "writing");
       }
@@ -843,8 +850,7 @@ void ShmGroup::allreduce_in_arena(char* buf, size_t count, size_t step_elems, co
       split(m, n_, j, es, &lo, &hi);
       if (hi <= lo) continue;
       const size_t off = (start + lo) * es, bytes = (hi - lo) * es;
-      if (sink)
-        (*sink)(off, base[j] + off, bytes);
+      if (sink) (*sink)(off, base[j] + off, bytes);
       else if (j != me_)  // this rank's own part is already in place
         std::memcpy(buf + off, base[j] + off, bytes);
     }
@@ -941,18 +947,21 @@ void ShmGroup::alltoallv(const void* send, const std::vector<size_t>& send_bytes
     const size_t start = s * slot;
     for (int j = 0; j < n_; ++j) {
       if (j == me_ || send_bytes[j] <= start) continue;
-      std::memcpy(staging(me_, b) + j * slot, in + sat[j] + start, std::min(slot, send_bytes[j] - start));
+      std::memcpy(staging(me_, b) + j * slot, in + sat[j] + start,
+                  std::min(slot, send_bytes[j] - start));
     }
     control()->ranks[me_].value[b].store(my_most, std::memory_order_relaxed);
     sync_->barrier("alltoall (shared memory)");
     if (s == 0) {
       size_t most = 0;
-      for (int j = 0; j < n_; ++j) most = std::max<size_t>(most, control()->ranks[j].value[b].load());
+      for (int j = 0; j < n_; ++j)
+        most = std::max<size_t>(most, control()->ranks[j].value[b].load());
       steps = std::max<size_t>(1, (most + slot - 1) / slot);
     }
     for (int j = 0; j < n_; ++j) {
       if (j == me_ || recv_bytes[j] <= start) continue;
-      std::memcpy(out + rat[j] + start, staging(j, b) + me_ * slot, std::min(slot, recv_bytes[j] - start));
+      std::memcpy(out + rat[j] + start, staging(j, b) + me_ * slot,
+                  std::min(slot, recv_bytes[j] - start));
     }
   }
 }

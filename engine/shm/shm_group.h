@@ -12,12 +12,11 @@
 // setup; the rest when the node first takes larger steps.
 //
 // Every collective is a pipeline of steps over chunks of at most chunk_bytes
-// per rank (the staged allreduce: of the node's current step, decide_step). A step writes into this rank's staging buffer of parity
-// (step & 1), passes a barrier, then reads peers' buffers of that parity.
-// Because the step counter is global to the group and every step starts with
-// a barrier, a buffer is only rewritten two steps later, after every reader
-// has passed the barrier that follows its reads: one or two barriers per
-// step, never a per-message handshake.
+// per rank (the staged allreduce: of the node's current step, decide_step). A step writes into this
+// rank's staging buffer of parity (step & 1), passes a barrier, then reads peers' buffers of that
+// parity. Because the step counter is global to the group and every step starts with a barrier, a
+// buffer is only rewritten two steps later, after every reader has passed the barrier that follows
+// its reads: one or two barriers per step, never a per-message handshake.
 #pragma once
 
 #include <chrono>
@@ -175,9 +174,7 @@ class ShmGroup {
   bool direct_pays(size_t bytes) const;
   // Where peer k's buffer at address `addr` (segment offset `off`, or
   // kNotInSegment) lies for a direct access; null when only CMA reaches it.
-  char* mapped(uint64_t off) const {
-    return off == kNotInSegment ? nullptr : seg_.base() + off;
-  }
+  char* mapped(uint64_t off) const { return off == kNotInSegment ? nullptr : seg_.base() + off; }
   uint64_t segment_offset(const void* p, size_t bytes) const {
     return in_arena(p, bytes) ? offset_of(p) : kNotInSegment;
   }
@@ -191,13 +188,17 @@ class ShmGroup {
   void decide_step();
   void account_staged(size_t bytes, std::chrono::steady_clock::time_point t0, uint64_t wait0,
                       bool timed);
-  size_t arena_base() const { return control_bytes_ + static_cast<size_t>(n_) * 2 * staging_bytes_; }
+  size_t arena_base() const {
+    return control_bytes_ + static_cast<size_t>(n_) * 2 * staging_bytes_;
+  }
   // Reduces bytes [from, to) of the input into out: this rank's input from
   // the source, peer j's from in[j] (which points at byte `from`).
   void reduce_from_source(const InputSource& source, size_t from, size_t to, char* out,
                           const void** in, const Reduction& r) const;
   char* staging(int rank, int parity) const;
-  size_t offset_of(const void* p) const { return static_cast<size_t>(static_cast<const char*>(p) - seg_.base()); }
+  size_t offset_of(const void* p) const {
+    return static_cast<size_t>(static_cast<const char*>(p) - seg_.base());
+  }
   ControlBlock* control() const { return reinterpret_cast<ControlBlock*>(seg_.base()); }
   int next_parity() { return static_cast<int>(step_++ & 1); }
 
@@ -228,12 +229,12 @@ class ShmGroup {
   std::function<size_t(double, double)> step_rule_;
   uint64_t staged_calls_ = 0;
   uint64_t probes_ = 0;
-  size_t last_step_ = 0;   // for TANDEM_SHM_STATS
+  size_t last_step_ = 0;  // for TANDEM_SHM_STATS
   // Local rank 0 only.
-  size_t backed_step_ = 0;     // bytes of every staging buffer backed by memory
+  size_t backed_step_ = 0;  // bytes of every staging buffer backed by memory
   bool backing_failed_ = false;
-  uint64_t probes_seen_ = 0;   // probes whose results decide_step has read
-  double probe_ns_[3] = {0, 0, 0};  // the node's last probes (slowest rank each)
+  uint64_t probes_seen_ = 0;             // probes whose results decide_step has read
+  double probe_ns_[3] = {0, 0, 0};       // the node's last probes (slowest rank each)
   double work_ns_ = 0, work_bytes_ = 0;  // staged work outside waits since the last decision
   double work_ns_per_byte_ = 0;
   // Wall time per byte of whole staged calls of 4+ base steps, by step

@@ -32,8 +32,8 @@ class Transport {
 
   // Sends to `to` and receives from `from` at the same time, so that rings
   // and pairwise exchanges never deadlock on full socket buffers.
-  virtual void sendrecv(int to, const void* send_data, size_t send_bytes, int from,
-                        void* recv_data, size_t recv_bytes) = 0;
+  virtual void sendrecv(int to, const void* send_data, size_t send_bytes, int from, void* recv_data,
+                        size_t recv_bytes) = 0;
 
   // Fails every pending and future call with AbortedError(why). Safe to call
   // from another thread; used to tear down after a peer was lost elsewhere.
@@ -51,7 +51,9 @@ class Transport {
 
   // What this transport is, for the log ("tcp, group of 2 (this is rank 1
   // ... at 10.0.0.2:41723; ...)"): never on a hot path.
-  virtual std::string describe() const { return "a transport of " + std::to_string(size()) + " ranks"; }
+  virtual std::string describe() const {
+    return "a transport of " + std::to_string(size()) + " ranks";
+  }
 };
 
 }  // namespace tandem

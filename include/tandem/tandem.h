@@ -79,7 +79,7 @@ typedef enum {
   TANDEM_BFLOAT16 = 5, /* accumulated in float32 */
   TANDEM_FLOAT32 = 6,
   TANDEM_FLOAT64 = 7,
-  TANDEM_BOOL = 8,     /* one byte, 0 or 1; SUM/MAX = or, MIN/PRODUCT = and */
+  TANDEM_BOOL = 8, /* one byte, 0 or 1; SUM/MAX = or, MIN/PRODUCT = and */
   TANDEM_DTYPE_COUNT_ = 9
 } tandem_dtype_t;
 
@@ -158,8 +158,8 @@ TANDEM_API tandem_result_t tandem_elastic_done(void);
 /* recv = postscale * op_{ranks}(prescale * send). Scales apply to floating
  * types only and must be 1.0 for integer types. */
 TANDEM_API tandem_result_t tandem_allreduce(const void *send, void *recv, size_t count,
-                                            tandem_dtype_t dtype, tandem_op_t op,
-                                            double prescale, double postscale);
+                                            tandem_dtype_t dtype, tandem_op_t op, double prescale,
+                                            double postscale);
 TANDEM_API tandem_result_t tandem_broadcast(void *buf, size_t count, tandem_dtype_t dtype,
                                             int root);
 /* recv holds size * count elements, rank r's block at offset r * count. */
@@ -174,14 +174,13 @@ TANDEM_API tandem_result_t tandem_alltoall(const void *send, void *recv, size_t 
                                            tandem_dtype_t dtype);
 /* send_counts[r] elements go to rank r, recv_counts[r] come from it, packed
  * in rank order on both sides. */
-TANDEM_API tandem_result_t tandem_alltoallv(const void *send, const size_t *send_counts,
-                                            void *recv, const size_t *recv_counts,
-                                            tandem_dtype_t dtype);
+TANDEM_API tandem_result_t tandem_alltoallv(const void *send, const size_t *send_counts, void *recv,
+                                            const size_t *recv_counts, tandem_dtype_t dtype);
 /* Reduces sum(recv_counts) elements of send; rank r receives the block of
  * recv_counts[r] elements at offset sum(recv_counts[0..r)). */
 TANDEM_API tandem_result_t tandem_reducescatter(const void *send, void *recv,
-                                                const size_t *recv_counts,
-                                                tandem_dtype_t dtype, tandem_op_t op);
+                                                const size_t *recv_counts, tandem_dtype_t dtype,
+                                                tandem_op_t op);
 TANDEM_API tandem_result_t tandem_barrier(void);
 
 /* --------------------------------------------- nonblocking collectives (host) */
@@ -192,9 +191,8 @@ TANDEM_API tandem_result_t tandem_barrier(void);
 typedef struct tandem_request_s *tandem_request_t;
 
 TANDEM_API tandem_result_t tandem_iallreduce(const void *send, void *recv, size_t count,
-                                             tandem_dtype_t dtype, tandem_op_t op,
-                                             double prescale, double postscale,
-                                             tandem_request_t *request);
+                                             tandem_dtype_t dtype, tandem_op_t op, double prescale,
+                                             double postscale, tandem_request_t *request);
 TANDEM_API tandem_result_t tandem_ibroadcast(void *buf, size_t count, tandem_dtype_t dtype,
                                              int root, tandem_request_t *request);
 TANDEM_API tandem_result_t tandem_iallgather(const void *send, size_t count, void *recv,
@@ -292,15 +290,15 @@ TANDEM_API tandem_result_t tandem_set_device_stream(void *stream);
 /* One tensor as the enqueue calls see it. Shapes are row-major, ndim may be
  * 0 (a scalar: one element). */
 typedef struct {
-  const char *name;      /* NUL-terminated, non-empty */
-  const void *input;     /* may be NULL when the tensor has 0 elements */
-  void *output;          /* allreduce, broadcast: where the result goes
-                            (may equal input). NULL for allgather, alltoall,
-                            reducescatter: the engine allocates. */
-  int32_t dtype;         /* tandem_dtype_t */
-  int32_t device;        /* TANDEM_DEVICE_CPU or a CUDA device index */
-  int32_t ndim;          /* number of entries in shape, 0..32 */
-  const int64_t *shape;  /* ndim sizes, each >= 0 */
+  const char *name;     /* NUL-terminated, non-empty */
+  const void *input;    /* may be NULL when the tensor has 0 elements */
+  void *output;         /* allreduce, broadcast: where the result goes
+                           (may equal input). NULL for allgather, alltoall,
+                           reducescatter: the engine allocates. */
+  int32_t dtype;        /* tandem_dtype_t */
+  int32_t device;       /* TANDEM_DEVICE_CPU or a CUDA device index */
+  int32_t ndim;         /* number of entries in shape, 0..32 */
+  const int64_t *shape; /* ndim sizes, each >= 0 */
 } tandem_tensor_t;
 
 /* output = postscale * op_{ranks}(prescale * input), over the ranks of the
@@ -325,8 +323,8 @@ TANDEM_API tandem_result_t tandem_enqueue_broadcast(const tandem_tensor_t *tenso
 /* Concatenates every rank's tensor along the first dimension, in rank order
  * of the process set. First dimensions may differ; the other dimensions
  * must agree. Output: engine allocated, shape [sum of first dims, ...]. */
-TANDEM_API tandem_result_t tandem_enqueue_allgather(const tandem_tensor_t *tensor,
-                                                    int process_set, tandem_handle_t *handle);
+TANDEM_API tandem_result_t tandem_enqueue_allgather(const tandem_tensor_t *tensor, int process_set,
+                                                    tandem_handle_t *handle);
 /* Rows [sum(splits[0..r)), +splits[r]) of the first dimension go to the
  * r-th rank of the process set. splits has nsplits == set size entries
  * summing to shape[0]; splits == NULL with nsplits == 0 means equal parts
@@ -365,8 +363,7 @@ TANDEM_API tandem_result_t tandem_handle_wait(tandem_handle_t handle, double tim
  * done). It must not block on other handles. One callback per handle. */
 typedef void (*tandem_callback_t)(tandem_handle_t handle, int result, void *user_data);
 TANDEM_API tandem_result_t tandem_handle_set_callback(tandem_handle_t handle,
-                                                      tandem_callback_t callback,
-                                                      void *user_data);
+                                                      tandem_callback_t callback, void *user_data);
 /* The message of a failed operation ("" when it succeeded or is running).
  * Valid until the handle is released. */
 TANDEM_API const char *tandem_handle_error(tandem_handle_t handle);
@@ -378,8 +375,8 @@ TANDEM_API tandem_result_t tandem_handle_output_shape(tandem_handle_t handle, in
                                                       int64_t *shape, int max_ndim, int *ndim);
 TANDEM_API tandem_result_t tandem_handle_output_data(tandem_handle_t handle, int index,
                                                      const void **data, size_t *bytes);
-TANDEM_API tandem_result_t tandem_handle_copy_output(tandem_handle_t handle, int index,
-                                                     void *dst, size_t bytes);
+TANDEM_API tandem_result_t tandem_handle_copy_output(tandem_handle_t handle, int index, void *dst,
+                                                     size_t bytes);
 /* Alltoall: the row counts received from each rank of the set (nsplits must
  * be the set size). */
 TANDEM_API tandem_result_t tandem_handle_received_splits(tandem_handle_t handle, int64_t *splits,

@@ -13,7 +13,9 @@ namespace tandem::planner {
 
 namespace {
 
-struct BitmapFree { void operator()(hwloc_bitmap_s* b) const { hwloc_bitmap_free(b); } };
+struct BitmapFree {
+  void operator()(hwloc_bitmap_s* b) const { hwloc_bitmap_free(b); }
+};
 using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapFree>;
 
 void bind_cpus(const CpuSet& cpus) {
@@ -22,13 +24,16 @@ void bind_cpus(const CpuSet& cpus) {
   cpu_set_t mask;
   CPU_ZERO(&mask);
   for (int cpu : cpus.cpus()) {
-    if (cpu >= CPU_SETSIZE) throw PlanError("planned CPU " + std::to_string(cpu) + " is beyond CPU_SETSIZE");
+    if (cpu >= CPU_SETSIZE)
+      throw PlanError("planned CPU " + std::to_string(cpu) + " is beyond CPU_SETSIZE");
     CPU_SET(cpu, &mask);
   }
   if (sched_setaffinity(0, sizeof mask, &mask) != 0) {
     int err = errno;
     throw PlanError("could not bind to CPUs " + cpus.to_string() + ": " + std::strerror(err) +
-                    (err == EINVAL ? " (none of them is online here: does the topology describe this node?)" : ""));
+                    (err == EINVAL
+                         ? " (none of them is online here: does the topology describe this node?)"
+                         : ""));
   }
 }
 
@@ -36,9 +41,10 @@ void bind_memory(hwloc_topology_t topo, int numa) {
   Bitmap nodes(hwloc_bitmap_alloc());
   if (!nodes) throw PlanError("out of memory while binding memory");
   hwloc_bitmap_only(nodes.get(), static_cast<unsigned>(numa));
-  if (hwloc_set_membind(topo, nodes.get(), HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_PROCESS | HWLOC_MEMBIND_BYNODESET) != 0) {
-    throw PlanError("could not bind memory to NUMA node " + std::to_string(numa) + ": " + std::strerror(errno) +
-                    "; set membind=off to run without memory binding");
+  if (hwloc_set_membind(topo, nodes.get(), HWLOC_MEMBIND_BIND,
+                        HWLOC_MEMBIND_PROCESS | HWLOC_MEMBIND_BYNODESET) != 0) {
+    throw PlanError("could not bind memory to NUMA node " + std::to_string(numa) + ": " +
+                    std::strerror(errno) + "; set membind=off to run without memory binding");
   }
 }
 

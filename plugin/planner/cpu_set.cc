@@ -40,10 +40,12 @@ CpuSet CpuSet::parse(std::string_view text, std::string_view what) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? comma : comma - start);
     size_t dash = item.find('-');
     int first = parse_number(item.substr(0, dash), text, what);
-    int last = dash == std::string_view::npos ? first : parse_number(item.substr(dash + 1), text, what);
+    int last =
+        dash == std::string_view::npos ? first : parse_number(item.substr(dash + 1), text, what);
     if (last < first) {
       throw PlanError(std::string(what) + ": range '" + std::string(item) +
                       "' runs backwards in '" + std::string(text) + "'");
@@ -68,9 +70,7 @@ std::string CpuSet::to_string() const {
   return out;
 }
 
-bool CpuSet::contains(int cpu) const {
-  return std::binary_search(cpus_.begin(), cpus_.end(), cpu);
-}
+bool CpuSet::contains(int cpu) const { return std::binary_search(cpus_.begin(), cpus_.end(), cpu); }
 
 CpuSet CpuSet::intersect(const CpuSet& other) const {
   std::vector<int> out;

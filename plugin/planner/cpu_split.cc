@@ -53,7 +53,8 @@ std::vector<CpuSet> split(const std::vector<CpuSet>& cores, int tasks) {
     return out;
   }
   std::vector<int> threads;
-  for (const CpuSet& core : cores) threads.insert(threads.end(), core.cpus().begin(), core.cpus().end());
+  for (const CpuSet& core : cores)
+    threads.insert(threads.end(), core.cpus().begin(), core.cpus().end());
   int nthreads = static_cast<int>(threads.size());
   for (int t = 0; t < tasks; ++t) {
     if (nthreads >= tasks) {
@@ -78,14 +79,16 @@ void assign_cpus(const Topology& topology, const CpuSet& usable, const std::vect
     if (has_cpus[d]) with_cpus.push_back(d);
   }
   if (with_cpus.empty()) {
-    throw PlanError("none of the usable CPUs (" + (usable.empty() ? std::string("none") : usable.to_string()) +
+    throw PlanError("none of the usable CPUs (" +
+                    (usable.empty() ? std::string("none") : usable.to_string()) +
                     ") are in the topology (" + topology.source +
                     "): check that the topology describes this node");
   }
 
   // Tasks without a GPU location are spread over the domains with CPUs.
   std::vector<int> spread;
-  for (size_t t = 0; t < tasks.size(); ++t) if (home[t] < 0) spread.push_back(static_cast<int>(t));
+  for (size_t t = 0; t < tasks.size(); ++t)
+    if (home[t] < 0) spread.push_back(static_cast<int>(t));
   std::map<int, std::vector<int>> by_domain;  // domain -> tasks, in local id order
   for (size_t t = 0; t < tasks.size(); ++t) {
     int domain = home[t];
@@ -104,8 +107,8 @@ void assign_cpus(const Topology& topology, const CpuSet& usable, const std::vect
     by_domain[domain].push_back(static_cast<int>(t));
   }
   for (const auto& [domain, members] : by_domain) {
-    std::vector<CpuSet> parts = split(usable_cores(topology.numa[domain], usable),
-                                      static_cast<int>(members.size()));
+    std::vector<CpuSet> parts =
+        split(usable_cores(topology.numa[domain], usable), static_cast<int>(members.size()));
     for (size_t i = 0; i < members.size(); ++i) {
       TaskPlan& task = tasks[members[i]];
       task.cpus = parts[i];

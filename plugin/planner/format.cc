@@ -62,38 +62,44 @@ std::string task_json(const TaskPlan& task) {
   return "    {\"local_id\": " + std::to_string(task.local_id) + ", \"gpus\": " + gpus +
          ", \"visible\": " + strings(task.visible) + ", \"cpus\": " + quote(task.cpus.to_string()) +
          ", \"numa\": " + std::to_string(task.numa) + ", \"nic\": " + nic_json(task.nic) +
-         ", \"ifname\": " + quote(task.ifname) + ", \"membind\": " + (task.membind ? "true" : "false") +
-         ", \"source\": {\"gpu\": " + quote(to_string(task.gpu_source)) + ", \"cpu\": " +
-         quote(to_string(task.cpu_source)) + ", \"nic\": " + quote(to_string(task.nic_source)) +
-         "}, \"env\": " + env + "}";
+         ", \"ifname\": " + quote(task.ifname) +
+         ", \"membind\": " + (task.membind ? "true" : "false") +
+         ", \"source\": {\"gpu\": " + quote(to_string(task.gpu_source)) +
+         ", \"cpu\": " + quote(to_string(task.cpu_source)) +
+         ", \"nic\": " + quote(to_string(task.nic_source)) + "}, \"env\": " + env + "}";
 }
 
 }  // namespace
 
 std::string describe(const TaskPlan& task) {
   std::string nic = task.nic ? task.nic->name() : "none";
-  return "gpu=" + gpus_text(task) + "[" + to_string(task.gpu_source) + "] cpus=" +
-         (task.cpus.empty() ? "unchanged" : task.cpus.to_string()) + "[" + to_string(task.cpu_source) +
-         "] numa=" + (task.numa >= 0 ? std::to_string(task.numa) : "none") + (task.membind ? "(membind)" : "") +
-         " nic=" + nic + "[" + to_string(task.nic_source) + "]";
+  return "gpu=" + gpus_text(task) + "[" + to_string(task.gpu_source) +
+         "] cpus=" + (task.cpus.empty() ? "unchanged" : task.cpus.to_string()) + "[" +
+         to_string(task.cpu_source) +
+         "] numa=" + (task.numa >= 0 ? std::to_string(task.numa) : "none") +
+         (task.membind ? "(membind)" : "") + " nic=" + nic + "[" + to_string(task.nic_source) + "]";
 }
 
 std::string to_text(const NodePlan& plan, const Policy& policy) {
-  std::string out = std::string("policy ") + to_string(policy.kind) + ", visible=" + to_string(policy.visible) +
+  std::string out = std::string("policy ") + to_string(policy.kind) +
+                    ", visible=" + to_string(policy.visible) +
                     ", membind=" + (policy.membind ? "on" : "off") + "\n";
   for (const TaskPlan& task : plan.tasks) {
     out += "task " + std::to_string(task.local_id) + ":\n";
     out += "  gpu    " + gpus_text(task) + "  [" + to_string(task.gpu_source) + "]\n";
-    out += "  cpus   " + (task.cpus.empty() ? std::string("unchanged") : task.cpus.to_string()) + "  [" +
-           to_string(task.cpu_source) + "]\n";
+    out += "  cpus   " + (task.cpus.empty() ? std::string("unchanged") : task.cpus.to_string()) +
+           "  [" + to_string(task.cpu_source) + "]\n";
     out += "  numa   " + (task.numa >= 0 ? std::to_string(task.numa) : std::string("none")) +
            (task.membind ? "  (memory bound)" : "") + "\n";
-    out += "  nic    " + (task.nic ? task.nic->name() + " (" + to_string(task.nic->kind) + ", " + task.nic->pci.bus_id + ")"
-                                   : std::string("none")) +
+    out += "  nic    " +
+           (task.nic ? task.nic->name() + " (" + to_string(task.nic->kind) + ", " +
+                           task.nic->pci.bus_id + ")"
+                     : std::string("none")) +
            "  [" + to_string(task.nic_source) + "]\n";
     if (!task.ifname.empty()) out += "  ifname " + task.ifname + "\n";
     for (const EnvVar& var : task.env) {
-      out += "  env    " + var.name + "=" + var.value + (var.keep_user_value ? "  (unless already set)" : "") + "\n";
+      out += "  env    " + var.name + "=" + var.value +
+             (var.keep_user_value ? "  (unless already set)" : "") + "\n";
     }
   }
   for (const std::string& warning : plan.warnings) out += "warning: " + warning + "\n";
@@ -101,12 +107,16 @@ std::string to_text(const NodePlan& plan, const Policy& policy) {
 }
 
 std::string to_json(const NodePlan& plan, const Policy& policy) {
-  std::string out = "{\n  \"policy\": {\"kind\": " + quote(to_string(policy.kind)) + ", \"visible\": " +
-                    quote(to_string(policy.visible)) + ", \"membind\": " + (policy.membind ? "true" : "false") +
+  std::string out = "{\n  \"policy\": {\"kind\": " + quote(to_string(policy.kind)) +
+                    ", \"visible\": " + quote(to_string(policy.visible)) +
+                    ", \"membind\": " + (policy.membind ? "true" : "false") +
                     ", \"nics\": " + strings(policy.nics) + "},\n  \"tasks\": [\n";
-  for (size_t i = 0; i < plan.tasks.size(); ++i) out += task_json(plan.tasks[i]) + (i + 1 < plan.tasks.size() ? ",\n" : "\n");
+  for (size_t i = 0; i < plan.tasks.size(); ++i)
+    out += task_json(plan.tasks[i]) + (i + 1 < plan.tasks.size() ? ",\n" : "\n");
   out += "  ],\n  \"nccl_filter\": ";
-  out += plan.nccl_filter ? "{" + quote(plan.nccl_filter->name) + ": " + quote(plan.nccl_filter->value) + "}" : "null";
+  out += plan.nccl_filter
+             ? "{" + quote(plan.nccl_filter->name) + ": " + quote(plan.nccl_filter->value) + "}"
+             : "null";
   out += ",\n  \"warnings\": " + strings(plan.warnings) + "\n}\n";
   return out;
 }

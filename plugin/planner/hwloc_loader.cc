@@ -26,27 +26,29 @@ constexpr unsigned kNvidiaVendor = 0x10de;
 CpuSet to_cpuset(hwloc_const_bitmap_t bitmap) {
   std::vector<int> cpus;
   if (bitmap == nullptr || hwloc_bitmap_weight(bitmap) < 0) return CpuSet();
-  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i)) cpus.push_back(i);
+  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i))
+    cpus.push_back(i);
   return CpuSet(std::move(cpus));
 }
 
 std::string bus_id(const hwloc_obj_t pci) {
   char text[32];
-  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain, pci->attr->pcidev.bus,
-                pci->attr->pcidev.dev, pci->attr->pcidev.func);
+  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
+                pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
   return text;
 }
 
 void extract_numa(hwloc_topology_t topo, Topology& model) {
-  for (hwloc_obj_t node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr); node != nullptr;
-       node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, node)) {
+  for (hwloc_obj_t node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr);
+       node != nullptr; node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, node)) {
     NumaDomain domain;
     domain.os_index = static_cast<int>(node->os_index);
     hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, node);
     domain.package = package != nullptr ? static_cast<int>(package->logical_index) : 0;
     // Cores are the units of CPU binding; a machine without Core objects
     // (some VMs, some XML) gets one "core" per PU.
-    hwloc_obj_type_t unit = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+    hwloc_obj_type_t unit =
+        hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
     int n = hwloc_get_nbobjs_inside_cpuset_by_type(topo, node->cpuset, unit);
     for (int i = 0; i < n; ++i) {
       hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topo, node->cpuset, unit, i);
@@ -59,13 +61,16 @@ void extract_numa(hwloc_topology_t topo, Topology& model) {
 PciLocation locate(hwloc_topology_t topo, const Topology& model, hwloc_obj_t pci) {
   PciLocation where;
   where.bus_id = bus_id(pci);
-  for (hwloc_obj_t up = pci->parent; up != nullptr && up->type == HWLOC_OBJ_BRIDGE; up = up->parent) {
-    if (up->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) where.switch_id = static_cast<long>(up->gp_index);
+  for (hwloc_obj_t up = pci->parent; up != nullptr && up->type == HWLOC_OBJ_BRIDGE;
+       up = up->parent) {
+    if (up->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI)
+      where.switch_id = static_cast<long>(up->gp_index);
   }
   hwloc_obj_t parent = hwloc_get_non_io_ancestor_obj(topo, pci);
   if (parent == nullptr) return where;
-  hwloc_obj_t package = parent->type == HWLOC_OBJ_PACKAGE ? parent
-                                                           : hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, parent);
+  hwloc_obj_t package = parent->type == HWLOC_OBJ_PACKAGE
+                            ? parent
+                            : hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, parent);
   if (package != nullptr) where.package = static_cast<int>(package->logical_index);
   // The device's NUMA domain: the single memory node local to its parent.
   if (parent->nodeset != nullptr && hwloc_bitmap_weight(parent->nodeset) == 1) {
@@ -82,7 +87,8 @@ bool is_nvidia_gpu(hwloc_obj_t pci) {
 }
 
 void extract_devices(hwloc_topology_t topo, Topology& model) {
-  for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci != nullptr; pci = hwloc_get_next_pcidev(topo, pci)) {
+  for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci != nullptr;
+       pci = hwloc_get_next_pcidev(topo, pci)) {
     std::string gpu_name, rdma;
     std::vector<std::string> netdevs;
     for (hwloc_obj_t os = pci->io_first_child; os != nullptr; os = os->next_sibling) {
@@ -106,7 +112,8 @@ void extract_devices(hwloc_topology_t topo, Topology& model) {
       nic.rdma = rdma;
       nic.netdevs = netdevs;
       bool infiniband = pci->attr->pcidev.class_id == 0x0207;
-      nic.kind = infiniband ? NicKind::InfiniBand : (rdma.empty() ? NicKind::Ethernet : NicKind::RoCE);
+      nic.kind =
+          infiniband ? NicKind::InfiniBand : (rdma.empty() ? NicKind::Ethernet : NicKind::RoCE);
       model.nics.push_back(std::move(nic));
     }
   }
@@ -144,7 +151,8 @@ hwloc_topology_t init_topology(const std::string& what) {
 LoadedTopology LoadedTopology::live() {
   std::unique_ptr<hwloc_topology, Closer> topo(init_topology("this machine"));
   if (hwloc_topology_load(topo.get()) != 0) {
-    throw TopologyError(std::string("hwloc could not read this machine's topology: ") + std::strerror(errno));
+    throw TopologyError(std::string("hwloc could not read this machine's topology: ") +
+                        std::strerror(errno));
   }
   return LoadedTopology(std::move(topo), "live");
 }
@@ -153,7 +161,8 @@ LoadedTopology LoadedTopology::live_shared() {
   std::unique_ptr<hwloc_topology, Closer> topo(init_topology("this machine"));
   if (hwloc_topology_set_flags(topo.get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0 ||
       hwloc_topology_load(topo.get()) != 0) {
-    throw TopologyError(std::string("hwloc could not read this machine's topology: ") + std::strerror(errno));
+    throw TopologyError(std::string("hwloc could not read this machine's topology: ") +
+                        std::strerror(errno));
   }
   return LoadedTopology(std::move(topo), "live");
 }
@@ -161,7 +170,8 @@ LoadedTopology LoadedTopology::live_shared() {
 LoadedTopology LoadedTopology::for_this_process() const {
   hwloc_topology_t copy = nullptr;
   if (hwloc_topology_dup(&copy, handle_.get()) != 0) {
-    throw TopologyError(std::string("hwloc could not copy the node's topology: ") + std::strerror(errno));
+    throw TopologyError(std::string("hwloc could not copy the node's topology: ") +
+                        std::strerror(errno));
   }
   std::unique_ptr<hwloc_topology, Closer> topo(copy);
   // As a load without INCLUDE_DISALLOWED does: keep only what this process's
@@ -177,8 +187,9 @@ LoadedTopology LoadedTopology::for_this_process() const {
   hwloc_bitmap_free(cpus);
   hwloc_bitmap_free(nodes);
   if (!ok) {
-    throw TopologyError(std::string("hwloc could not restrict the node's topology to this task's CPUs: ") +
-                        std::strerror(err));
+    throw TopologyError(
+        std::string("hwloc could not restrict the node's topology to this task's CPUs: ") +
+        std::strerror(err));
   }
   return LoadedTopology(std::move(topo), "live");
 }

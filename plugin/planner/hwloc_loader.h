@@ -36,7 +36,9 @@ class LoadedTopology {
   hwloc_topology* handle() const { return handle_.get(); }
 
  private:
-  struct Closer { void operator()(hwloc_topology* t) const; };
+  struct Closer {
+    void operator()(hwloc_topology* t) const;
+  };
   LoadedTopology(std::unique_ptr<hwloc_topology, Closer> handle, std::string source);
 
   std::unique_ptr<hwloc_topology, Closer> handle_;

@@ -24,7 +24,8 @@ namespace {
 enum Distance { kSameSwitch = 0, kSameNuma = 1, kSamePackage = 2, kAnywhere = 3 };
 
 Distance distance(const PciLocation& anchor, const PciLocation& nic, bool anchor_is_pci) {
-  if (anchor_is_pci && anchor.switch_id >= 0 && anchor.switch_id == nic.switch_id) return kSameSwitch;
+  if (anchor_is_pci && anchor.switch_id >= 0 && anchor.switch_id == nic.switch_id)
+    return kSameSwitch;
   if (anchor.numa >= 0 && anchor.numa == nic.numa) return kSameNuma;
   if (anchor.package >= 0 && anchor.package == nic.package) return kSamePackage;
   return kAnywhere;
@@ -46,8 +47,12 @@ std::vector<int> best(const Topology& topology, const std::vector<int>& candidat
   std::pair<int, int> best_key{99, 99};
   for (int n : candidates) {
     const Nic& nic = topology.nics[n];
-    std::pair<int, int> key{prefer_rdma && !nic.is_rdma() ? 1 : 0, distance(anchor, nic.pci, anchor_is_pci)};
-    if (key < best_key) { best_key = key; out.clear(); }
+    std::pair<int, int> key{prefer_rdma && !nic.is_rdma() ? 1 : 0,
+                            distance(anchor, nic.pci, anchor_is_pci)};
+    if (key < best_key) {
+      best_key = key;
+      out.clear();
+    }
     if (key == best_key) out.push_back(n);
   }
   return out;

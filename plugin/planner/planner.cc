@@ -39,9 +39,9 @@ namespace {
 using detail::block_range;
 
 struct StepGpus {
-  std::vector<int> index;             // Slurm indices, in Slurm's order
-  std::vector<std::string> cuda_id;   // CUDA_VISIBLE_DEVICES token of each
-  std::vector<int> by_locality;       // positions into index, closest first
+  std::vector<int> index;            // Slurm indices, in Slurm's order
+  std::vector<std::string> cuda_id;  // CUDA_VISIBLE_DEVICES token of each
+  std::vector<int> by_locality;      // positions into index, closest first
 };
 
 StepGpus resolve_step_gpus(const Topology& topology, const PlanRequest& request) {
@@ -68,7 +68,8 @@ StepGpus resolve_step_gpus(const Topology& topology, const PlanRequest& request)
                     " entries but the step has " + std::to_string(step.index.size()) + " GPU(s)");
   }
   for (size_t i = 0; i < step.index.size(); ++i) {
-    step.cuda_id.push_back(request.cuda_ids.empty() ? std::to_string(step.index[i]) : request.cuda_ids[i]);
+    step.cuda_id.push_back(request.cuda_ids.empty() ? std::to_string(step.index[i])
+                                                    : request.cuda_ids[i]);
     step.by_locality.push_back(static_cast<int>(i));
   }
   auto key = [&](int pos) {
@@ -129,20 +130,23 @@ std::vector<std::vector<int>> assign_gpus(const Topology& topology, const StepGp
     return out;
   }
   if (tasks >= ngpus) {
-    for (int t = 0; t < tasks; ++t) out[t].push_back(step.by_locality[detail::block_owner(t, tasks, ngpus)]);
+    for (int t = 0; t < tasks; ++t)
+      out[t].push_back(step.by_locality[detail::block_owner(t, tasks, ngpus)]);
     return out;
   }
   // Fewer tasks than GPUs: tasks are first apportioned to the NUMA domains in
   // proportion to their GPUs so that no group straddles two domains, then
   // each domain's GPUs are split in blocks among its tasks.
-  std::vector<std::pair<int, int>> runs = domain_runs(topology, step);  // (first, count) in by_locality
+  std::vector<std::pair<int, int>> runs =
+      domain_runs(topology, step);  // (first, count) in by_locality
   if (static_cast<int>(runs.size()) > tasks) runs = {{0, ngpus}};
   std::vector<int> share = apportion(runs, tasks);
   int t = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
     for (int k = 0; k < share[r]; ++k, ++t) {
       auto [first, count] = block_range(k, runs[r].second, share[r]);
-      for (int g = first; g < first + count; ++g) out[t].push_back(step.by_locality[runs[r].first + g]);
+      for (int g = first; g < first + count; ++g)
+        out[t].push_back(step.by_locality[runs[r].first + g]);
     }
   }
   return out;
@@ -160,7 +164,8 @@ std::vector<std::string> visible_order(const Topology& topology, const StepGpus&
   }
   std::vector<int> rest;
   for (size_t pos = 0; pos < step.index.size(); ++pos) {
-    if (std::find(own.begin(), own.end(), static_cast<int>(pos)) == own.end()) rest.push_back(static_cast<int>(pos));
+    if (std::find(own.begin(), own.end(), static_cast<int>(pos)) == own.end())
+      rest.push_back(static_cast<int>(pos));
   }
   std::sort(rest.begin(), rest.end(), [&](int a, int b) {
     return topology.gpus[step.index[a]].pci.bus_id < topology.gpus[step.index[b]].pci.bus_id;
@@ -181,7 +186,8 @@ std::string join(const std::vector<std::string>& items) {
 
 void fill_env(TaskPlan& task, const std::optional<EnvVar>& nccl) {
   if (!task.gpus.empty()) {
-    if (task.gpu_source == Source::Planner) task.env.push_back({"CUDA_VISIBLE_DEVICES", join(task.visible)});
+    if (task.gpu_source == Source::Planner)
+      task.env.push_back({"CUDA_VISIBLE_DEVICES", join(task.visible)});
     task.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
   }
   if (task.nic) task.env.push_back({"TANDEM_NIC", task.nic->name()});
@@ -191,9 +197,11 @@ void fill_env(TaskPlan& task, const std::optional<EnvVar>& nccl) {
 
 void check_request(const PlanRequest& request) {
   if (request.local_tasks < 1) {
-    throw PlanError("the number of local tasks must be at least 1, got " + std::to_string(request.local_tasks));
+    throw PlanError("the number of local tasks must be at least 1, got " +
+                    std::to_string(request.local_tasks));
   }
-  if (!request.task_gpus.empty() && static_cast<int>(request.task_gpus.size()) != request.local_tasks) {
+  if (!request.task_gpus.empty() &&
+      static_cast<int>(request.task_gpus.size()) != request.local_tasks) {
     throw PlanError("per-task GPUs were given for " + std::to_string(request.task_gpus.size()) +
                     " tasks but the node has " + std::to_string(request.local_tasks));
   }
@@ -243,11 +251,14 @@ NodePlan plan_node(const Topology& topology, const PlanRequest& request) {
   }
 
   CpuSet usable = topology.allowed;
-  if (request.step_cpus) usable = usable.empty() ? *request.step_cpus : usable.intersect(*request.step_cpus);
+  if (request.step_cpus)
+    usable = usable.empty() ? *request.step_cpus : usable.intersect(*request.step_cpus);
   if (usable.empty()) {
-    throw PlanError("the step's CPUs (" + (request.step_cpus ? request.step_cpus->to_string() : std::string("none")) +
+    throw PlanError("the step's CPUs (" +
+                    (request.step_cpus ? request.step_cpus->to_string() : std::string("none")) +
                     ") are not among the CPUs of the topology (" + topology.source + ": " +
-                    topology.allowed.to_string() + "): check that the topology describes this node");
+                    topology.allowed.to_string() +
+                    "): check that the topology describes this node");
   }
   detail::assign_cpus(topology, usable, home, plan.tasks, plan.warnings);
   detail::assign_nics(topology, request.policy, anchor, plan.tasks, plan.warnings);
@@ -269,7 +280,8 @@ NodePlan plan_task(const Topology& topology, PlanRequest request, const TaskStat
     // Slurm's per-task GPU binding hands task t the t-th slice of the step's
     // GPUs; assume that for the other tasks and use what this task really got.
     std::vector<int> step = request.step_gpus.value_or(std::vector<int>{});
-    int per_task = step.empty() ? 0 : std::max<int>(1, static_cast<int>(step.size()) / request.local_tasks);
+    int per_task =
+        step.empty() ? 0 : std::max<int>(1, static_cast<int>(step.size()) / request.local_tasks);
     request.task_gpus.resize(request.local_tasks);
     for (int t = 0; t < request.local_tasks && per_task > 0; ++t) {
       for (int g = 0; g < per_task; ++g) {

@@ -54,19 +54,19 @@ struct EnvVar {
 
 struct TaskGpu {
   int slurm_index = -1;
-  std::string cuda_id;           // its token in CUDA_VISIBLE_DEVICES
+  std::string cuda_id;  // its token in CUDA_VISIBLE_DEVICES
   std::string bus_id;
-  std::string name;              // hwloc OS device, "" if PCI only
+  std::string name;  // hwloc OS device, "" if PCI only
 };
 
 struct TaskPlan {
   int local_id = 0;
-  std::vector<TaskGpu> gpus;              // the task's own GPU(s)
-  std::vector<std::string> visible;       // CUDA_VISIBLE_DEVICES, in order; empty: unchanged
-  CpuSet cpus;                            // empty: unchanged
-  int numa = -1;                          // NUMA node OS index, -1: none
-  std::optional<Nic> nic;                 // closest NIC (RDMA preferred)
-  std::string ifname;                     // closest interface with a netdev, for TCP
+  std::vector<TaskGpu> gpus;         // the task's own GPU(s)
+  std::vector<std::string> visible;  // CUDA_VISIBLE_DEVICES, in order; empty: unchanged
+  CpuSet cpus;                       // empty: unchanged
+  int numa = -1;                     // NUMA node OS index, -1: none
+  std::optional<Nic> nic;            // closest NIC (RDMA preferred)
+  std::string ifname;                // closest interface with a netdev, for TCP
   bool membind = false;
   Source gpu_source = Source::None;
   Source cpu_source = Source::None;
@@ -76,8 +76,8 @@ struct TaskPlan {
 
 struct NodePlan {
   std::vector<TaskPlan> tasks;
-  std::optional<EnvVar> nccl_filter;      // same for every task; also inside each task's env
-  std::vector<std::string> warnings;      // things worth a line in verbose mode
+  std::optional<EnvVar> nccl_filter;  // same for every task; also inside each task's env
+  std::vector<std::string> warnings;  // things worth a line in verbose mode
 };
 
 // Plans every local task. Throws PlanError when the request does not fit the
@@ -87,8 +87,8 @@ NodePlan plan_node(const Topology& topology, const PlanRequest& request);
 // What Slurm left in one task, for plan_task.
 struct TaskState {
   int local_id = 0;
-  CpuSet cpus;                              // its current affinity
-  std::optional<std::vector<int>> gpus;     // its own GPUs if Slurm bound them per task
+  CpuSet cpus;                           // its current affinity
+  std::optional<std::vector<int>> gpus;  // its own GPUs if Slurm bound them per task
 };
 
 // Plans the node as seen from one task: where the user bound GPUs per task the

@@ -7,8 +7,8 @@ namespace tandem::planner {
 namespace {
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, const char* allowed) {
-  throw PlanError("binding option '" + std::string(key) + "': invalid value '" + std::string(value) +
-                  "', expected " + allowed);
+  throw PlanError("binding option '" + std::string(key) + "': invalid value '" +
+                  std::string(value) + "', expected " + allowed);
 }
 
 std::vector<std::string> split_names(std::string_view key, std::string_view value) {
@@ -16,8 +16,10 @@ std::vector<std::string> split_names(std::string_view key, std::string_view valu
   size_t start = 0;
   while (true) {
     size_t comma = value.find(',', start);
-    std::string_view name = value.substr(start, comma == std::string_view::npos ? comma : comma - start);
-    if (name.empty()) bad_value(key, value, "a comma-separated list of NIC names (mlx5_0,eth0) or 'any'");
+    std::string_view name =
+        value.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    if (name.empty())
+      bad_value(key, value, "a comma-separated list of NIC names (mlx5_0,eth0) or 'any'");
     names.emplace_back(name);
     if (comma == std::string_view::npos) return names;
     start = comma + 1;

@@ -22,8 +22,8 @@ enum class Visible {
 struct Policy {
   PolicyKind kind = PolicyKind::Closest;
   Visible visible = Visible::All;
-  bool membind = false;             // bind memory to the task's NUMA domain
-  std::vector<std::string> nics;    // NICs the planner may choose (names); empty: any
+  bool membind = false;           // bind memory to the task's NUMA domain
+  std::vector<std::string> nics;  // NICs the planner may choose (names); empty: any
 };
 
 // Sets one field from its key and text value:

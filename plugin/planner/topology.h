@@ -13,19 +13,19 @@ namespace tandem::planner {
 
 // One NUMA domain: the memory node and the cores whose memory is local to it.
 struct NumaDomain {
-  int os_index = 0;               // NUMA node number (numactl, membind)
-  int package = 0;                // index of the package (socket) holding it
-  std::vector<CpuSet> cores;      // each core's hardware threads, in hwloc's logical order
+  int os_index = 0;           // NUMA node number (numactl, membind)
+  int package = 0;            // index of the package (socket) holding it
+  std::vector<CpuSet> cores;  // each core's hardware threads, in hwloc's logical order
 };
 
 // Where a PCI device sits. Two devices are behind the same PCIe switch when
 // they share a PCI-to-PCI bridge below the host bridge (switch_id equal and
 // not -1); a device straight below a root complex has switch_id -1.
 struct PciLocation {
-  std::string bus_id;             // "0000:18:00.0", lower case, with domain
-  int numa = -1;                  // index into Topology::numa, -1 if unknown
-  int package = -1;               // package index, -1 if unknown
-  long switch_id = -1;            // hwloc gp_index of the topmost bridge below the host bridge
+  std::string bus_id;   // "0000:18:00.0", lower case, with domain
+  int numa = -1;        // index into Topology::numa, -1 if unknown
+  int package = -1;     // package index, -1 if unknown
+  long switch_id = -1;  // hwloc gp_index of the topmost bridge below the host bridge
 };
 
 // An NVIDIA GPU (PCI vendor 0x10de, class 3D/VGA). name is the hwloc OS
@@ -52,11 +52,11 @@ struct Nic {
 };
 
 struct Topology {
-  std::vector<NumaDomain> numa;   // in hwloc's logical order
-  std::vector<Gpu> gpus;          // sorted by PCI bus id
-  std::vector<Nic> nics;          // sorted by PCI bus id
-  CpuSet allowed;                 // CPUs the topology allows (cgroup, XML allowed_cpuset)
-  std::string source;             // "live" or the XML path, for messages
+  std::vector<NumaDomain> numa;  // in hwloc's logical order
+  std::vector<Gpu> gpus;         // sorted by PCI bus id
+  std::vector<Nic> nics;         // sorted by PCI bus id
+  CpuSet allowed;                // CPUs the topology allows (cgroup, XML allowed_cpuset)
+  std::string source;            // "live" or the XML path, for messages
 };
 
 }  // namespace tandem::planner

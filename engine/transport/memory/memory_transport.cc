@@ -31,7 +31,8 @@ class MemoryNetwork {
   }
   // Returns false on timeout; throws what `aborted` says when set.
   bool take(uint64_t conn, int from, int to, void* data, size_t bytes,
-            std::chrono::milliseconds timeout, const std::atomic<bool>* aborted, const std::string* why) {
+            std::chrono::milliseconds timeout, const std::atomic<bool>* aborted,
+            const std::string* why) {
     std::unique_lock<std::mutex> lock(mu_);
     auto& box = boxes_[{conn, from, to}];
     if (!cv_.wait_for(lock, timeout, [&] { return !box.empty() || *aborted; })) return false;
@@ -61,7 +62,11 @@ class MemoryTransport : public Transport {
  public:
   MemoryTransport(std::shared_ptr<MemoryNetwork> net, uint64_t conn, std::vector<int> members,
                   int rank, std::chrono::milliseconds timeout)
-      : net_(std::move(net)), conn_(conn), members_(std::move(members)), rank_(rank), timeout_(timeout) {}
+      : net_(std::move(net)),
+        conn_(conn),
+        members_(std::move(members)),
+        rank_(rank),
+        timeout_(timeout) {}
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_.size()); }
@@ -72,7 +77,8 @@ class MemoryTransport : public Transport {
   }
   void recv(int peer, void* data, size_t bytes) override {
     check(peer);
-    if (!net_->take(conn_, members_[peer], members_[rank_], data, bytes, timeout_, &aborted_, &why_))
+    if (!net_->take(conn_, members_[peer], members_[rank_], data, bytes, timeout_, &aborted_,
+                    &why_))
       throw TimeoutError("memory transport: rank " + std::to_string(members_[peer]) +
                          " sent nothing within " + std::to_string(timeout_.count()) + " ms");
   }
@@ -116,7 +122,8 @@ std::unique_ptr<Transport> connect_memory(const std::shared_ptr<MemoryNetwork>& 
   int index = -1;
   for (size_t i = 0; i < members.size(); ++i)
     if (members[i] == me) index = static_cast<int>(i);
-  if (index < 0) throw InvalidArgument("connect_memory: rank " + std::to_string(me) + " is not in its group");
+  if (index < 0)
+    throw InvalidArgument("connect_memory: rank " + std::to_string(me) + " is not in its group");
   const uint64_t conn = network->next_connection(me);
   return std::make_unique<MemoryTransport>(network, conn, members, index, timeout);
 }

@@ -46,8 +46,7 @@ int check_members(const Identity& id, const std::vector<int>& members) {
                             std::to_string(members[i]));
   }
   const auto it = std::find(members.begin(), members.end(), id.rank);
-  if (it == members.end())
-    throw InvalidArgument(prefix + "the group does not contain this rank");
+  if (it == members.end()) throw InvalidArgument(prefix + "the group does not contain this rank");
   return static_cast<int>(it - members.begin());
 }
 
@@ -136,8 +135,8 @@ Agreed agree(Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
 }
 
 // Checks the descriptor budget, then listens; the endpoint to publish.
-tcp::Fd listen_for(const Identity& id, const std::vector<int>& members, size_t peers,
-                   bool everyone, Bytes& endpoint) {
+tcp::Fd listen_for(const Identity& id, const std::vector<int>& members, size_t peers, bool everyone,
+                   Bytes& endpoint) {
   const std::string n = std::to_string(members.size());
   tcp::check_descriptor_budget(
       "tcp setup (world rank " + std::to_string(id.rank) + ")", peers + kFixedDescriptors,
@@ -209,8 +208,7 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
   links->end_setup();
   if (TANDEM_LOG_ENABLED(kDebug, tcp)) {
     std::string connected;
-    for (int j : peers)
-      connected += (connected.empty() ? "" : ", ") + links->who(j);
+    for (int j : peers) connected += (connected.empty() ? "" : ", ") + links->who(j);
     if (connected.empty()) connected = "none; every peer connects on first use";
     TANDEM_DEBUG(tcp, "group of %d: connected and authenticated at set-up (%s): %s", n,
                  everyone ? "every pair" : "the peers the algorithms use", connected.c_str());

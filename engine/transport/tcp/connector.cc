@@ -155,8 +155,8 @@ bool Connector::step_outgoing(int j, Outgoing& o) {
                              MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
     if (n < 0)
-      throw PeerLostError("tcp setup: " + who(j) + " dropped the connection: " +
-                          std::strerror(errno));
+      throw PeerLostError("tcp setup: " + who(j) +
+                          " dropped the connection: " + std::strerror(errno));
     o.sent += static_cast<size_t>(n);
     if (o.sent < hello_bytes_.size()) return false;
     o.state = Outgoing::kAwaitAck;
@@ -166,7 +166,8 @@ bool Connector::step_outgoing(int j, Outgoing& o) {
   const ssize_t n = ::recv(o.fd.get(), o.ack + o.got, Ack::kSize - o.got, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
   if (n <= 0)
-    throw PeerLostError("tcp setup: " + who(j) + " closed the connection instead of accepting it (" +
+    throw PeerLostError("tcp setup: " + who(j) +
+                        " closed the connection instead of accepting it (" +
                         (n == 0 ? std::string("end of stream") : std::strerror(errno)) +
                         "): it died, its transport failed, or it belongs to another job; see "
                         "its log");

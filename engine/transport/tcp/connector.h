@@ -39,10 +39,10 @@ namespace tandem {
 namespace tcp {
 
 struct ConnectPlan {
-  int world_rank = 0;              // this process
-  int index = 0;                   // this process's group index
-  std::vector<int> members;        // world ranks by group index
-  std::vector<SockAddr> addrs;     // listening endpoint by group index
+  int world_rank = 0;           // this process
+  int index = 0;                // this process's group index
+  std::vector<int> members;     // world ranks by group index
+  std::vector<SockAddr> addrs;  // listening endpoint by group index
   Secret secret{};
   // A foreign connection silent for this long is dropped.
   std::chrono::milliseconds timeout{0};

@@ -52,19 +52,18 @@ void check_descriptor_budget(const std::string& what, size_t needed, const std::
   throw SystemError(what + ": this rank needs " + std::to_string(needed) +
                         " more file descriptors (" + why + "), but " + std::to_string(l.open) +
                         " of the " + std::to_string(l.soft) +
-                        " it may hold are open (RLIMIT_NOFILE soft limit " +
-                        limit_text(l.soft) + ", hard limit " + limit_text(l.hard) + "). " +
-                        kRaise + "; docs/tcp.md lists how many a rank needs",
+                        " it may hold are open (RLIMIT_NOFILE soft limit " + limit_text(l.soft) +
+                        ", hard limit " + limit_text(l.hard) + "). " + kRaise +
+                        "; docs/tcp.md lists how many a rank needs",
                     EMFILE);
 }
 
 std::string descriptor_advice(int err) {
-  if (err == ENFILE)
-    return " (the whole system is out of file descriptors: fs.file-max)";
+  if (err == ENFILE) return " (the whole system is out of file descriptors: fs.file-max)";
   if (err != EMFILE) return "";
   const DescriptorLimit l = descriptor_limit();
-  return " (RLIMIT_NOFILE soft limit " + limit_text(l.soft) + ", hard limit " +
-         limit_text(l.hard) + ", " + std::to_string(l.open) + " open. " + kRaise + ")";
+  return " (RLIMIT_NOFILE soft limit " + limit_text(l.soft) + ", hard limit " + limit_text(l.hard) +
+         ", " + std::to_string(l.open) + " open. " + kRaise + ")";
 }
 
 }  // namespace tcp

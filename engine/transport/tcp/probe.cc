@@ -48,7 +48,10 @@ std::vector<size_t> unreachable(const std::vector<Bytes>& endpoints,
   std::vector<bool> open(endpoints.size(), false);
   for (size_t i = 0; i < endpoints.size(); ++i) {
     auto addr = decode_endpoint(endpoints[i]);
-    if (!addr) { bad.push_back(i); continue; }
+    if (!addr) {
+      bad.push_back(i);
+      continue;
+    }
     try {
       fds[i] = start_connect(*addr);
       open[i] = true;
@@ -60,7 +63,10 @@ std::vector<size_t> unreachable(const std::vector<Bytes>& endpoints,
     std::vector<pollfd> p;
     std::vector<size_t> idx;
     for (size_t i = 0; i < fds.size(); ++i)
-      if (open[i]) { p.push_back({fds[i].get(), POLLOUT, 0}); idx.push_back(i); }
+      if (open[i]) {
+        p.push_back({fds[i].get(), POLLOUT, 0});
+        idx.push_back(i);
+      }
     if (p.empty()) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());

@@ -83,8 +83,7 @@ Fd accept_from(int listener, SockAddr& peer) {
     case EINTR:
     case ECONNABORTED:
     case EPROTO:
-    case EPERM:
-      return Fd();
+    case EPERM: return Fd();
     default: {
       const int err = errno;
       throw SystemError("tcp: accept" + descriptor_advice(err), err);

@@ -37,7 +37,7 @@ struct TcpTransport::Transfer {
   uint8_t header[kHeaderBytes] = {};  // send: our length; recv: theirs
   uint8_t* data = nullptr;
   size_t bytes = 0;
-  size_t done = 0;  // header and payload bytes moved so far
+  size_t done = 0;          // header and payload bytes moved so far
   size_t limit = SIZE_MAX;  // progress() stops here for now (paced sendrecv)
   bool header_checked = false;
   Clock::time_point last_progress{};
@@ -91,7 +91,10 @@ bool spare_cpu(Clock::time_point now) {
 
 TcpTransport::TcpTransport(int rank, std::vector<int> members, std::unique_ptr<Connector> links,
                            std::chrono::milliseconds timeout, std::chrono::microseconds spin)
-    : rank_(rank), members_(std::move(members)), timeout_(timeout), spin_(spin),
+    : rank_(rank),
+      members_(std::move(members)),
+      timeout_(timeout),
+      spin_(spin),
       links_(std::move(links)) {
   stats_.on = tcp_stats_from_environment();
   for (size_t j = 0; j < members_.size(); ++j) peers_.push_back(std::make_unique<PeerLink>());
@@ -103,14 +106,15 @@ TcpTransport::~TcpTransport() {
   if (!stats_.on) return;
   auto v = [](const std::atomic<uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
   char line[1024];
-  std::snprintf(line, sizeof line,
-               "stats, world rank %d, group of %d, %d connected: %llu calls: %llu done without waiting, "
-               "%llu caught while spinning, %llu slept (%llu sleeps, %.1f ms asleep); spins: %llu gave "
-               "up just before the answer (pauses), %llu skipped paused, %llu skipped with no spare "
-               "CPU",
-               members_[rank_], size(), links_ ? links_->connected() : 0, v(stats_.calls), v(stats_.no_wait), v(stats_.caught_spinning),
-               v(stats_.calls_that_slept), v(stats_.sleeps), stats_.slept_ns.load() / 1e6,
-               v(stats_.penalties), v(stats_.paused), v(stats_.no_spare_cpu));
+  std::snprintf(
+      line, sizeof line,
+      "stats, world rank %d, group of %d, %d connected: %llu calls: %llu done without waiting, "
+      "%llu caught while spinning, %llu slept (%llu sleeps, %.1f ms asleep); spins: %llu gave "
+      "up just before the answer (pauses), %llu skipped paused, %llu skipped with no spare "
+      "CPU",
+      members_[rank_], size(), links_ ? links_->connected() : 0, v(stats_.calls), v(stats_.no_wait),
+      v(stats_.caught_spinning), v(stats_.calls_that_slept), v(stats_.sleeps),
+      stats_.slept_ns.load() / 1e6, v(stats_.penalties), v(stats_.paused), v(stats_.no_spare_cpu));
   TANDEM_LOG_ALWAYS(kInfo, tcp, line);  // asked for with TANDEM_TCP_STATS
 }
 
@@ -199,8 +203,8 @@ bool TcpTransport::progress(Transfer& t) {
     }
     if (r > 0) {
       t.done += static_cast<size_t>(r);
-      (t.is_send ? bytes_sent_ : bytes_received_).fetch_add(static_cast<uint64_t>(r),
-                                                            std::memory_order_relaxed);
+      (t.is_send ? bytes_sent_ : bytes_received_)
+          .fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
       t.last_progress = Clock::now();
       if (!t.is_send && !t.header_checked && t.done >= kHeaderBytes) {
         t.header_checked = true;
@@ -226,9 +230,7 @@ bool TcpTransport::progress(Transfer& t) {
 void TcpTransport::serve_links() {
   try {
     links_->serve();
-  } catch (const Error&) {
-    fail(std::current_exception());
-  }
+  } catch (const Error&) { fail(std::current_exception()); }
 }
 
 // First use of a peer outside the set-up plan: want() starts the
@@ -380,7 +382,8 @@ void TcpTransport::run(Transfer* ts, int count) {
     if (stats_.on) {
       if (!slept) tally(stats_.calls_that_slept);
       tally(stats_.sleeps);
-      stats_.slept_ns.fetch_add(static_cast<uint64_t>((woke - now).count()), std::memory_order_relaxed);
+      stats_.slept_ns.fetch_add(static_cast<uint64_t>((woke - now).count()),
+                                std::memory_order_relaxed);
     }
     slept = true;
     if (judging) {

@@ -145,8 +145,7 @@ void WakeRelay::serve() {
     while ((n = ::recv(listener_.get(), d, sizeof d, MSG_DONTWAIT)) >= 0) {
       // Anything but a datagram of the right size with this node's key is
       // somebody else's traffic: ignored.
-      if (static_cast<size_t>(n) != kDatagramBytes ||
-          std::memcmp(d, key_.data(), key_.size()) != 0)
+      if (static_cast<size_t>(n) != kDatagramBytes || std::memcmp(d, key_.data(), key_.size()) != 0)
         continue;
       uint64_t round = 0;
       uint32_t origin = 0;

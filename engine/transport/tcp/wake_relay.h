@@ -1,6 +1,6 @@
 // Round requests between nodes for the runtime over UDP (the RoundRelay of
-// transport/round_relay.h; shm/doorbell.h does it inside a node). Without it an idle rank of a job that spans nodes has to
-// run an empty round every TANDEM_IDLE_WAIT so that peers with work are not
+// transport/round_relay.h; shm/doorbell.h does it inside a node). Without it an idle rank of a job
+// that spans nodes has to run an empty round every TANDEM_IDLE_WAIT so that peers with work are not
 // held up: 3.6% of a core per idle rank at 1 ms. With it every rank sleeps
 // on its node's doorbell, as on one node, and the first rank of a node to
 // ask for a round tells the other nodes.
@@ -8,14 +8,12 @@
 // Each node's first local rank listens on a UDP socket at the address the
 // TCP transport would use and runs a thread (`tandem-relay`) that relays
 // each request it receives to its node's doorbell (the RingLocal it is
-// given). A datagram is the receiving node's 16-byte key (random, published with the address through
-// the bootstrap, so only the job's own ranks can wake it), the round and
-// the node it started from. It travels down a binomial tree rooted at that
-// node: the origin sends ceil(log2 n) datagrams and each relay passes it on
-// to its own subtree, so no rank sends more than log2 n per round (sending
-// to every node from the origin cost 10,000 sendto()s on the runtime
-// thread of a 10,000-node job before its round could start), and the last
-// node hears of it after log2 n hops.
+// given). A datagram is the receiving node's 16-byte key (random, published with the address
+// through the bootstrap, so only the job's own ranks can wake it), the round and the node it
+// started from. It travels down a binomial tree rooted at that node: the origin sends ceil(log2 n)
+// datagrams and each relay passes it on to its own subtree, so no rank sends more than log2 n per
+// round (sending to every node from the origin cost 10,000 sendto()s on the runtime thread of a
+// 10,000-node job before its round could start), and the last node hears of it after log2 n hops.
 // UDP may drop a datagram: the runtime still runs a round when its sleep
 // times out (kRelayFallback in runtime/wake_up.h), which bounds that delay.
 #pragma once
@@ -76,8 +74,8 @@ class WakeRelay : public RoundRelay {
   RingLocal ring_;
   Fd listener_;  // node leaders only
   Fd sender_;
-  Fd stop_;      // eventfd that ends serve()
-  Key key_{};    // what datagrams to this node must carry
+  Fd stop_;    // eventfd that ends serve()
+  Key key_{};  // what datagrams to this node must carry
   SockAddr address_;
   std::vector<Peer> peers_;  // every node's leader by node index (this one's unused)
   uint32_t node_ = 0;        // this node's index

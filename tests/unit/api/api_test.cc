@@ -31,7 +31,8 @@ void clear_launch_environment() {
 TEST(Api, OneRankWorld) {
   clear_launch_environment();
   float x[4] = {1, 2, 3, 4}, y[4] = {};
-  EXPECT_EQ(tandem_allreduce(x, y, 4, TANDEM_FLOAT32, TANDEM_SUM, 1, 1), TANDEM_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(tandem_allreduce(x, y, 4, TANDEM_FLOAT32, TANDEM_SUM, 1, 1),
+            TANDEM_ERR_NOT_INITIALIZED);
   EXPECT_NE(std::string(tandem_last_error()).find("tandem_init"), std::string::npos);
   ASSERT_EQ(tandem_init(), TANDEM_SUCCESS) << tandem_last_error();
   ASSERT_EQ(tandem_init(), TANDEM_SUCCESS) << "second init is a no-op";
@@ -44,19 +45,23 @@ TEST(Api, OneRankWorld) {
 
   EXPECT_EQ(tandem_allreduce(x, y, 4, TANDEM_FLOAT32, TANDEM_AVERAGE, 2.0, 0.5), TANDEM_SUCCESS);
   EXPECT_EQ(y[3], 4.0f);
-  EXPECT_EQ(tandem_allreduce(nullptr, y, 4, TANDEM_FLOAT32, TANDEM_SUM, 1, 1), TANDEM_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(tandem_last_error()).find("NULL"), std::string::npos) << tandem_last_error();
+  EXPECT_EQ(tandem_allreduce(nullptr, y, 4, TANDEM_FLOAT32, TANDEM_SUM, 1, 1),
+            TANDEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tandem_last_error()).find("NULL"), std::string::npos)
+      << tandem_last_error();
   EXPECT_EQ(tandem_allreduce(x, y, 4, static_cast<tandem_dtype_t>(77), TANDEM_SUM, 1, 1),
             TANDEM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tandem_last_error()).find("77"), std::string::npos) << tandem_last_error();
   EXPECT_EQ(tandem_allreduce(x, y, 4, TANDEM_FLOAT32, static_cast<tandem_op_t>(-2), 1, 1),
             TANDEM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tandem_broadcast(x, 4, TANDEM_FLOAT32, 1), TANDEM_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(tandem_last_error()).find("root 1"), std::string::npos) << tandem_last_error();
+  EXPECT_NE(std::string(tandem_last_error()).find("root 1"), std::string::npos)
+      << tandem_last_error();
   size_t counts[1] = {3};
   EXPECT_EQ(tandem_allgatherv(x, 4, y, counts, TANDEM_FLOAT32), TANDEM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tandem_allgatherv(x, 4, y, nullptr, TANDEM_FLOAT32), TANDEM_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(tandem_allreduce(x, y, 0, TANDEM_FLOAT32, TANDEM_SUM, 1, 1), TANDEM_SUCCESS) << "count 0";
+  EXPECT_EQ(tandem_allreduce(x, y, 0, TANDEM_FLOAT32, TANDEM_SUM, 1, 1), TANDEM_SUCCESS)
+      << "count 0";
 
   // Nonblocking: complete in order; bad arguments are reported at once.
   tandem_request_t a = nullptr, b = nullptr;
@@ -71,7 +76,8 @@ TEST(Api, OneRankWorld) {
   tandem_request_t c = nullptr;
   EXPECT_EQ(tandem_ibroadcast(x, 4, TANDEM_FLOAT32, 5, &c), TANDEM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(c, nullptr);
-  EXPECT_EQ(tandem_iallreduce(x, y, 4, TANDEM_FLOAT32, TANDEM_SUM, 1, 1, nullptr), TANDEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tandem_iallreduce(x, y, 4, TANDEM_FLOAT32, TANDEM_SUM, 1, 1, nullptr),
+            TANDEM_ERR_INVALID_ARGUMENT);
 
   void* shared = nullptr;
   ASSERT_EQ(tandem_alloc_shared(1 << 20, &shared), TANDEM_SUCCESS) << tandem_last_error();
@@ -91,7 +97,8 @@ TEST(Api, BadEnvironmentIsAClearInitError) {
   clear_launch_environment();
   setenv("TANDEM_SHM_CHUNK_BYTES", "lots", 1);
   EXPECT_EQ(tandem_init(), TANDEM_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(tandem_last_error()).find("TANDEM_SHM_CHUNK_BYTES='lots'"), std::string::npos)
+  EXPECT_NE(std::string(tandem_last_error()).find("TANDEM_SHM_CHUNK_BYTES='lots'"),
+            std::string::npos)
       << tandem_last_error();
   unsetenv("TANDEM_SHM_CHUNK_BYTES");
   EXPECT_EQ(tandem_is_initialized(), 0);
@@ -129,7 +136,8 @@ int job_rank(int rank, int size, const std::vector<int>& per_node, int victim, i
   const size_t count = (1 << 20) + 3;
   std::vector<float> buf(count);
   for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>((rank + 1) * (i % 5));
-  tandem_result_t rc = tandem_allreduce(buf.data(), buf.data(), count, TANDEM_FLOAT32, TANDEM_SUM, 1, 1);
+  tandem_result_t rc =
+      tandem_allreduce(buf.data(), buf.data(), count, TANDEM_FLOAT32, TANDEM_SUM, 1, 1);
   if (rc) return 20 + rc;
   const float ranks = size * (size + 1) / 2.0f;
   for (size_t i = 0; i < count; ++i)
@@ -152,7 +160,8 @@ int job_rank(int rank, int size, const std::vector<int>& per_node, int victim, i
         const std::string msg = tandem_last_error();
         const bool names_victim = msg.find("rank " + std::to_string(victim)) != std::string::npos;
         std::fprintf(stderr, "rank %d: %s: %s\n", rank, tandem_result_name(rc), msg.c_str());
-        return rc == TANDEM_ERR_PEER_LOST || rc == TANDEM_ERR_ABORTED ? (names_victim ? 0 : 14) : 20 + rc;
+        return rc == TANDEM_ERR_PEER_LOST || rc == TANDEM_ERR_ABORTED ? (names_victim ? 0 : 14)
+                                                                      : 20 + rc;
       }
     }
   }
@@ -206,7 +215,8 @@ std::vector<int> run_job(const std::vector<int>& per_node, int victim = -1) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    codes[r] = status == -1 ? -1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status));
+    codes[r] =
+        status == -1 ? -1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status));
   }
   return codes;
 }
@@ -240,7 +250,8 @@ TEST(ApiJob, KilledRankFailsBothNodes) {
     if (static_cast<int>(r) == victim) continue;
     const bool direct = r == 2;
     EXPECT_TRUE(codes[r] == 0 || (!direct && codes[r] == 14))
-        << "rank " << r << ": exit " << codes[r] << " (-1 hung, 14 error does not name the victim, 2x error code)";
+        << "rank " << r << ": exit " << codes[r]
+        << " (-1 hung, 14 error does not name the victim, 2x error code)";
   }
 }
 

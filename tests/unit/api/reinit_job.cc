@@ -24,16 +24,15 @@ namespace {
 
 int rank = -1, size = 0, cycle = -1;
 
-#define CHECK(cond, ...)                                                               \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::fprintf(stderr, "rank %d: FAIL cycle %d: %s:%d: ", rank, cycle, __FILE__, \
-                   __LINE__);                                                          \
-      std::fprintf(stderr, __VA_ARGS__);                                               \
-      std::fprintf(stderr, " (last error: %s)\n", tandem_last_error());                \
-      std::fflush(stderr);                                                             \
-      std::_Exit(1);                                                                   \
-    }                                                                                  \
+#define CHECK(cond, ...)                                                                        \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      std::fprintf(stderr, "rank %d: FAIL cycle %d: %s:%d: ", rank, cycle, __FILE__, __LINE__); \
+      std::fprintf(stderr, __VA_ARGS__);                                                        \
+      std::fprintf(stderr, " (last error: %s)\n", tandem_last_error());                         \
+      std::fflush(stderr);                                                                      \
+      std::_Exit(1);                                                                            \
+    }                                                                                           \
   } while (0)
 
 #define OK(call) CHECK((call) == TANDEM_SUCCESS, "%s", #call)
@@ -66,8 +65,10 @@ void one_cycle() {
   OK(tandem_enqueue_allreduce(&t, TANDEM_SUM, 1.0, 1.0, TANDEM_GLOBAL_PROCESS_SET, &h));
   CHECK(tandem_handle_wait(h, kWait) == TANDEM_SUCCESS, "allreduce did not complete");
   tandem_handle_release(h);
-  const int64_t expect = static_cast<int64_t>(size) * (size - 1) / 2 + static_cast<int64_t>(size) * cycle;
-  for (int64_t v : out) CHECK(v == expect, "allreduce gave %lld, expected %lld", (long long)v, (long long)expect);
+  const int64_t expect =
+      static_cast<int64_t>(size) * (size - 1) / 2 + static_cast<int64_t>(size) * cycle;
+  for (int64_t v : out)
+    CHECK(v == expect, "allreduce gave %lld, expected %lld", (long long)v, (long long)expect);
 
   int32_t x = rank + 1;
   OK(tandem_allreduce(&x, &x, 1, TANDEM_INT32, TANDEM_SUM, 1.0, 1.0));

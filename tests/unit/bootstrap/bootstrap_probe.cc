@@ -53,7 +53,10 @@ int main(int argc, char** argv) {
     else if (a == "--pmix-init") pmix_init = true;
     else if (a == "--absent-rank" && i + 1 < argc) absent = std::atoi(argv[++i]);
     else if (a == "--wait-ms" && i + 1 < argc) wait_ms = std::atoi(argv[++i]);
-    else { std::fprintf(stderr, "bootstrap_probe: unknown argument '%s'\n", a.c_str()); return 2; }
+    else {
+      std::fprintf(stderr, "bootstrap_probe: unknown argument '%s'\n", a.c_str());
+      return 2;
+    }
   }
   try {
     std::string extra;
@@ -61,7 +64,10 @@ int main(int argc, char** argv) {
     bool pmix_open = false;
     if (pmix_init) {
       auto t = steady_clock::now();
-      if (PMIx_Init(&me, nullptr, 0) != PMIX_SUCCESS) { std::fprintf(stderr, "PMIx_Init failed\n"); return 1; }
+      if (PMIx_Init(&me, nullptr, 0) != PMIX_SUCCESS) {
+        std::fprintf(stderr, "PMIx_Init failed\n");
+        return 1;
+      }
       extra += " pmix_init_ms=" + std::to_string(ms_since(t));
       pmix_open = true;
     }
@@ -99,11 +105,12 @@ int main(int argc, char** argv) {
     }
     std::string nodes;
     for (int n : id.node_of_rank) nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
-    std::printf("rank=%d size=%d local_rank=%d local_size=%d cross_rank=%d cross_size=%d nodes=%s "
-                "job=%s gather=%s bcast=%s init_ms=%.2f barrier_ms=%.3f allgather_ms=%.3f%s\n",
-                id.rank, id.size, id.local_rank, id.local_size, id.cross_rank, id.cross_size,
-                nodes.c_str(), id.job_id.c_str(), gather.c_str(), text(bc).c_str(), init_ms,
-                median(barrier), median(gather_t), extra.c_str());
+    std::printf(
+        "rank=%d size=%d local_rank=%d local_size=%d cross_rank=%d cross_size=%d nodes=%s "
+        "job=%s gather=%s bcast=%s init_ms=%.2f barrier_ms=%.3f allgather_ms=%.3f%s\n",
+        id.rank, id.size, id.local_rank, id.local_size, id.cross_rank, id.cross_size, nodes.c_str(),
+        id.job_id.c_str(), gather.c_str(), text(bc).c_str(), init_ms, median(barrier),
+        median(gather_t), extra.c_str());
     b.reset();
     if (pmix_open) PMIx_Finalize(nullptr, 0);
     return 0;

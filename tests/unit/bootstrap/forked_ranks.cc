@@ -16,7 +16,14 @@ std::vector<RankOutcome> run_forked(const std::vector<RankSpec>& specs,
                                     std::chrono::seconds deadline, std::vector<int> launch) {
   if (launch.empty())
     for (size_t r = 0; r < specs.size(); ++r) launch.push_back(static_cast<int>(r));
-  struct Child { int rank; pid_t pid; int fd; std::string msg; bool done; int status; };
+  struct Child {
+    int rank;
+    pid_t pid;
+    int fd;
+    std::string msg;
+    bool done;
+    int status;
+  };
   // A stopped child is counted once as finished (it cannot finish by itself).
   std::vector<Child> children;
   for (int r : launch) {
@@ -29,9 +36,7 @@ std::vector<RankOutcome> run_forked(const std::vector<RankSpec>& specs,
       std::string msg;
       try {
         msg = body(r);
-      } catch (const std::exception& e) {
-        msg = std::string("uncaught exception: ") + e.what();
-      }
+      } catch (const std::exception& e) { msg = std::string("uncaught exception: ") + e.what(); }
       if (!msg.empty()) (void)!write(p[1], msg.data(), msg.size());
       _exit(msg.empty() ? 0 : 1);
     }

@@ -19,9 +19,9 @@ struct RankSpec {
 
 struct RankOutcome {
   int rank = -1;
-  bool exited = false;   // exited normally (vs killed)
-  int code = -1;         // exit code, or the signal when !exited
-  std::string message;   // the body's failure message, "" on success
+  bool exited = false;  // exited normally (vs killed)
+  int code = -1;        // exit code, or the signal when !exited
+  std::string message;  // the body's failure message, "" on success
 };
 
 // body(rank) runs in child `rank`; the children listed in `launch` are started

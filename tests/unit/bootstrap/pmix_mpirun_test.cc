@@ -34,14 +34,15 @@ Result run(const std::string& cmd) {
 std::string mpirun(int np, const std::string& args) {
   // The environment must not point the probe at another bootstrap.
   return "env -u TANDEM_BOOTSTRAP -u TANDEM_RENDEZVOUS_ADDR -u TANDEM_RANK -u TANDEM_SIZE "
-         "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) +
-         " '" + g_probe + "' " + args;
+         "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
+         std::to_string(np) + " '" + g_probe + "' " + args;
 }
 
 class PmixMpirun : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
-    if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not installed";
+    if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "mpirun not installed";
   }
 };
 
@@ -61,9 +62,13 @@ TEST_P(PmixMpirun, IdentityAllgatherBroadcastBarrier) {
     ASSERT_EQ(std::sscanf(l.c_str(), "rank=%d", &rank), 1) << l;
     ranks.insert(rank);
     EXPECT_NE(l.find(" size=" + std::to_string(n) + " local_rank=" + std::to_string(rank) +
-                     " local_size=" + std::to_string(n) + " cross_rank=0 cross_size=1 nodes=" + nodes + " "),
-              std::string::npos) << l;
-    EXPECT_NE(l.find(" gather=" + gather + " bcast=from-" + std::to_string(n - 1) + " "), std::string::npos) << l;
+                     " local_size=" + std::to_string(n) +
+                     " cross_rank=0 cross_size=1 nodes=" + nodes + " "),
+              std::string::npos)
+        << l;
+    EXPECT_NE(l.find(" gather=" + gather + " bcast=from-" + std::to_string(n - 1) + " "),
+              std::string::npos)
+        << l;
     auto j = l.find(" job=pmix-");
     ASSERT_NE(j, std::string::npos) << l;
     jobs.insert(l.substr(j, l.find(' ', j + 1) - j));
@@ -80,7 +85,8 @@ TEST(PmixMpirunFailures, FenceTimesOutWhenARankSitsOut) {
   ASSERT_EQ(r.code, 0) << ::testing::PrintToString(r.lines);
   int timed_out = 0;
   for (const auto& l : r.lines)
-    if (l.find("barrier_error=bootstrap barrier (PMIx_Fence) did not complete within 1 s") != std::string::npos)
+    if (l.find("barrier_error=bootstrap barrier (PMIx_Fence) did not complete within 1 s") !=
+        std::string::npos)
       ++timed_out;
   EXPECT_EQ(timed_out, 2) << ::testing::PrintToString(r.lines);
 }

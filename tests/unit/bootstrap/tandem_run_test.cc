@@ -53,7 +53,8 @@ Result tandem_run(const std::string& args) {
 }
 
 TEST(TandemRun, EveryRankGetsItsIdentity) {
-  auto r = tandem_run("-np 4 sh -c 'echo $TANDEM_RANK/$TANDEM_SIZE/$HOROVOD_LOCAL_RANK/$HOROVOD_CROSS_SIZE'");
+  auto r = tandem_run(
+      "-np 4 sh -c 'echo $TANDEM_RANK/$TANDEM_SIZE/$HOROVOD_LOCAL_RANK/$HOROVOD_CROSS_SIZE'");
   ASSERT_EQ(r.code, 0) << r.err;
   auto lines = r.out_lines();
   std::multiset<std::string> got(lines.begin(), lines.end());
@@ -71,9 +72,11 @@ TEST(TandemRun, RanksJoinThroughTheStore) {
     int rank = -1;
     ASSERT_EQ(std::sscanf(l.c_str(), "rank=%d", &rank), 1) << l;
     ranks.insert(rank);
-    EXPECT_NE(l.find(" size=3 local_rank=" + std::to_string(rank) + " local_size=3 cross_rank=0 "
+    EXPECT_NE(l.find(" size=3 local_rank=" + std::to_string(rank) +
+                     " local_size=3 cross_rank=0 "
                      "cross_size=1 nodes=0,0,0 "),
-              std::string::npos) << l;
+              std::string::npos)
+        << l;
     EXPECT_NE(l.find(" gather=r0,r1,r2 bcast=from-2 "), std::string::npos) << l;
     auto j = l.find(" job=");
     jobs.insert(l.substr(j, l.find(' ', j + 1) - j));
@@ -95,10 +98,15 @@ TEST(TandemRun, NodePerRankMakesEveryRankItsOwnNode) {
     ASSERT_EQ(std::sscanf(l.c_str(), "rank=%d", &rank), 1) << l;
     EXPECT_NE(l.find(" size=3 local_rank=0 local_size=1 cross_rank=" + std::to_string(rank) +
                      " cross_size=3 nodes=0,1,2 "),
-              std::string::npos) << l;
+              std::string::npos)
+        << l;
   }
-  EXPECT_NE(r.err.find("tandem-run INFO tools: rendezvous store served "), std::string::npos) << r.err;
-  auto env = tandem_run("--node-per-rank -np 2 sh -c 'echo $TANDEM_RANK:$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE/$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE:${TANDEM_NODE_NAME##*.}'");
+  EXPECT_NE(r.err.find("tandem-run INFO tools: rendezvous store served "), std::string::npos)
+      << r.err;
+  auto env = tandem_run(
+      "--node-per-rank -np 2 sh -c 'echo "
+      "$TANDEM_RANK:$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE/$HOROVOD_CROSS_RANK/"
+      "$HOROVOD_CROSS_SIZE:${TANDEM_NODE_NAME##*.}'");
   ASSERT_EQ(env.code, 0) << env.err;
   auto got = env.out_lines();
   std::multiset<std::string> set(got.begin(), got.end());
@@ -110,11 +118,14 @@ TEST(TandemRun, FailingRankStopsTheJobWithItsStatus) {
   // stopped.
   auto r = tandem_run("-np 3 sh -c 'if [ $TANDEM_RANK = 2 ]; then exit 3; fi; exec sleep 3600'");
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("tandem-run ERROR tools: rank 2 exited with status 3; stopping the job"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tandem-run ERROR tools: rank 2 exited with status 3; stopping the job"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(TandemRun, KilledRankIsNamedWithItsSignal) {
-  auto r = tandem_run("-np 3 sh -c 'if [ $TANDEM_RANK = 1 ]; then kill -9 $$; fi; exec sleep 3600'");
+  auto r =
+      tandem_run("-np 3 sh -c 'if [ $TANDEM_RANK = 1 ]; then kill -9 $$; fi; exec sleep 3600'");
   EXPECT_EQ(r.code, 128 + 9);
   EXPECT_NE(r.err.find("rank 1 was killed by signal 9 (Killed)"), std::string::npos) << r.err;
 }
@@ -122,7 +133,8 @@ TEST(TandemRun, KilledRankIsNamedWithItsSignal) {
 TEST(TandemRun, LinesOfRanksNeverMix) {
   // Each rank writes 3000 long lines through `head`, which writes in blocks
   // that cut lines anywhere: only line-wise forwarding keeps them whole.
-  auto r = tandem_run("-np 4 sh -c 'yes \"$(printf \"rank%s-%0300d\" $TANDEM_RANK 0)\" | head -n 3000'");
+  auto r =
+      tandem_run("-np 4 sh -c 'yes \"$(printf \"rank%s-%0300d\" $TANDEM_RANK 0)\" | head -n 3000'");
   ASSERT_EQ(r.code, 0) << r.err;
   std::map<std::string, int> count;
   for (const auto& l : r.out_lines()) ++count[l];
@@ -152,16 +164,21 @@ TEST(TandemRun, JobTimeout) {
 TEST(TandemRun, BadUsage) {
   auto r = tandem_run("-np 0 true");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("-np expects a number of ranks in 1..4096, got '0'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-np expects a number of ranks in 1..4096, got '0'"), std::string::npos)
+      << r.err;
   r = tandem_run("-np 2");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no command to run"), std::string::npos) << r.err;
   r = tandem_run("--timeout soon -np 2 true");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--timeout expects a positive number of seconds, got 'soon'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--timeout expects a positive number of seconds, got 'soon'"),
+            std::string::npos)
+      << r.err;
   r = tandem_run("-np 2 /nonexistent/program");
   EXPECT_EQ(r.code, 127);
-  EXPECT_NE(r.err.find("cannot run '/nonexistent/program': No such file or directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot run '/nonexistent/program': No such file or directory"),
+            std::string::npos)
+      << r.err;
 }
 
 // The value of "key": "..." at or after `from` in tandem-bind's JSON; npos
@@ -183,9 +200,10 @@ std::string json_field(const std::string& json, const std::string& key, size_t f
 // shows the same plan): its CPUs, and the TCP interface it should use.
 TEST(TandemRun, BindAppliesTheNodePlan) {
   for (int np : {1, 2, 3}) {
-    auto r = tandem_run("-np " + std::to_string(np) +
-                        " --bind sh -c 'echo $TANDEM_RANK $(sed -n \"s/^Cpus_allowed_list:\\s*//p\" "
-                        "/proc/self/status) if=${TANDEM_TCP_IFNAME:-}'");
+    auto r =
+        tandem_run("-np " + std::to_string(np) +
+                   " --bind sh -c 'echo $TANDEM_RANK $(sed -n \"s/^Cpus_allowed_list:\\s*//p\" "
+                   "/proc/self/status) if=${TANDEM_TCP_IFNAME:-}'");
     ASSERT_EQ(r.code, 0) << r.err;
     std::map<int, std::pair<std::string, std::string>> got;  // rank -> cpus, ifname
     for (const auto& l : r.out_lines()) {
@@ -200,7 +218,9 @@ TEST(TandemRun, BindAppliesTheNodePlan) {
     ASSERT_TRUE(mkdtemp(dir));
     const std::string json_path = std::string(dir) + "/plan.json";
     ASSERT_EQ(std::system(("'" + g_tandem_bind + "' --tasks " + std::to_string(np) + " --json >" +
-                           json_path).c_str()), 0);
+                           json_path)
+                              .c_str()),
+              0);
     const std::string json = slurp(json_path);
     unlink(json_path.c_str());
     rmdir(dir);

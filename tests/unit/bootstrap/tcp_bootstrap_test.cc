@@ -98,16 +98,18 @@ std::vector<RankSpec> world(int size, int port, bool external) {
 std::string blob_of(int rank, int round) {
   // Rank 1 contributes an empty blob in round 1: empty values must work too.
   if (rank == 1 && round == 1) return "";
-  return "rank" + std::to_string(rank) + "-round" + std::to_string(round) + std::string(rank * 100, 'x');
+  return "rank" + std::to_string(rank) + "-round" + std::to_string(round) +
+         std::string(rank * 100, 'x');
 }
 
 Bytes bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 std::string str(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
-#define CHECK_EQ_MSG(a, b, what)                                                            \
-  do {                                                                                      \
-    if (!((a) == (b))) return std::string(what) + ": got " + ::testing::PrintToString(a) + \
-                              ", expected " + ::testing::PrintToString(b);                  \
+#define CHECK_EQ_MSG(a, b, what)                                                          \
+  do {                                                                                    \
+    if (!((a) == (b)))                                                                    \
+      return std::string(what) + ": got " + ::testing::PrintToString(a) + ", expected " + \
+             ::testing::PrintToString(b);                                                 \
   } while (0)
 
 // What every rank of a healthy job checks: its identity on one node, three
@@ -133,7 +135,8 @@ std::string healthy_rank(int rank, int size) {
   CHECK_EQ_MSG(str(v), std::string("from the root"), "broadcast");
   b->barrier(20s);
   auto ids = b->allgather(bytes(id.job_id), 20s);
-  for (int r = 0; r < size; ++r) CHECK_EQ_MSG(str(ids[r]), id.job_id, "job id of rank " + std::to_string(r));
+  for (int r = 0; r < size; ++r)
+    CHECK_EQ_MSG(str(ids[r]), id.job_id, "job id of rank " + std::to_string(r));
   return "";
 }
 
@@ -182,8 +185,7 @@ std::string rejoining_rank(int rank, int size, int sessions) {
       try {
         b->allgather(bytes("left over from session " + std::to_string(s)), 300ms);
         return "an allgather no other rank joined completed";
-      } catch (const TimeoutError&) {
-      }
+      } catch (const TimeoutError&) {}
     }
   }
   return "";
@@ -257,9 +259,7 @@ std::string expect_throw(const std::function<void()>& f, const std::string& need
     if (std::string(e.what()).find(needle) == std::string::npos)
       return std::string("message lacks '") + needle + "': " + e.what();
     return "";
-  } catch (const std::exception& e) {
-    return std::string("wrong exception type: ") + e.what();
-  }
+  } catch (const std::exception& e) { return std::string("wrong exception type: ") + e.what(); }
   return "no exception";
 }
 
@@ -267,26 +267,32 @@ TEST_F(TcpBootstrapTest, NeverLaunchedRankIsNamedInTheTimeout) {
   TcpStoreServer store(kToken);
   auto specs = world(3, store.port(), true);
   for (auto& s : specs) s.env["TANDEM_BOOTSTRAP_TIMEOUT"] = "0.5";
-  auto outcomes = run_forked(specs, [](int) {
-    return expect_throw<TimeoutError>([] { bootstrap_from_environment(); },
-                                      "rank 2 did not arrive within 500 ms");
-  }, 60s, {0, 1});
+  auto outcomes =
+      run_forked(specs,
+                 [](int) {
+                   return expect_throw<TimeoutError>([] { bootstrap_from_environment(); },
+                                                     "rank 2 did not arrive within 500 ms");
+                 },
+                 60s, {0, 1});
   expect_all_ok(outcomes);
 }
 
 TEST_F(TcpBootstrapTest, DeadRankIsNamedPromptly) {
   TcpStoreServer store(kToken);
-  expect_all_ok(run_forked(world(3, store.port(), true), [](int r) {
-    auto b = bootstrap_from_environment();
-    if (r == 2) _exit(0);  // dies without leaving: no BYE reaches the store
-    // The barrier's own timeout is long: the error must come from the store
-    // seeing rank 2 drop, not from the timeout.
-    auto start = std::chrono::steady_clock::now();
-    std::string msg = expect_throw<PeerLostError>([&] { b->barrier(60s); }, "rank 2 dropped");
-    if (!msg.empty()) return msg;
-    if (std::chrono::steady_clock::now() - start > 30s) return std::string("took past 30 s");
-    return std::string();
-  }, 60s));
+  expect_all_ok(run_forked(
+      world(3, store.port(), true),
+      [](int r) {
+        auto b = bootstrap_from_environment();
+        if (r == 2) _exit(0);  // dies without leaving: no BYE reaches the store
+        // The barrier's own timeout is long: the error must come from the store
+        // seeing rank 2 drop, not from the timeout.
+        auto start = std::chrono::steady_clock::now();
+        std::string msg = expect_throw<PeerLostError>([&] { b->barrier(60s); }, "rank 2 dropped");
+        if (!msg.empty()) return msg;
+        if (std::chrono::steady_clock::now() - start > 30s) return std::string("took past 30 s");
+        return std::string();
+      },
+      60s));
 }
 
 TEST_F(TcpBootstrapTest, StoppedRankIsNamedAtTheTimeout) {
@@ -333,7 +339,8 @@ TEST_F(TcpBootstrapTest, StoreRefusesDuplicateRankAndOtherSize) {
         try {
           TcpStoreClient twin(addr, kToken, 0, 2, Clock::now() + 5s);
         } catch (const BootstrapError& e) {
-          EXPECT_NE(std::string(e.what()).find("rank 0 has already joined"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("rank 0 has already joined"), std::string::npos)
+              << e.what();
           throw;
         }
       },
@@ -343,7 +350,8 @@ TEST_F(TcpBootstrapTest, StoreRefusesDuplicateRankAndOtherSize) {
         try {
           TcpStoreClient other(addr, kToken, 1, 3, Clock::now() + 5s);
         } catch (const BootstrapError& e) {
-          EXPECT_NE(std::string(e.what()).find("size 3 differs from the job's size 2"), std::string::npos)
+          EXPECT_NE(std::string(e.what()).find("size 3 differs from the job's size 2"),
+                    std::string::npos)
               << e.what();
           throw;
         }
@@ -438,7 +446,8 @@ TEST_F(TcpBootstrapTest, DeadStoreIsNamed) {
     b.barrier(5s);
     ADD_FAILURE() << "barrier succeeded without a store";
   } catch (const BootstrapError& e) {
-    EXPECT_NE(std::string(e.what()).find("rendezvous store at 127.0.0.1:" + std::to_string(o.addr.port) + " is gone"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "rendezvous store at 127.0.0.1:" + std::to_string(o.addr.port) + " is gone"),
               std::string::npos)
         << e.what();
   }
@@ -452,9 +461,9 @@ TEST_F(TcpBootstrapTest, UnreachableStoreIsNamedAfterTheTimeout) {
   setenv("TANDEM_RANK", "1", 1);
   setenv("TANDEM_SIZE", "2", 1);
   setenv("TANDEM_BOOTSTRAP_TIMEOUT", "0.3", 1);
-  EXPECT_EQ(expect_throw<BootstrapError>([] { bootstrap_from_environment(); },
-                                         "could not reach the rendezvous store at 127.0.0.1:" +
-                                             std::to_string(port)),
+  EXPECT_EQ(expect_throw<BootstrapError>(
+                [] { bootstrap_from_environment(); },
+                "could not reach the rendezvous store at 127.0.0.1:" + std::to_string(port)),
             "");
 }
 
@@ -501,7 +510,8 @@ TEST_P(BadEnvironmentTest, IsAnErrorNamingTheVariableAndValue) {
   for (const auto& kv : env)
     if (kv.second == "<unset>") unsetenv(kv.first.c_str());
     else setenv(kv.first.c_str(), kv.second.c_str(), 1);
-  EXPECT_EQ(expect_throw<BootstrapError>([] { bootstrap_from_environment(); }, GetParam().needle), "");
+  EXPECT_EQ(expect_throw<BootstrapError>([] { bootstrap_from_environment(); }, GetParam().needle),
+            "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -514,8 +524,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadEnv{{{"TANDEM_SIZE", "0"}}, "TANDEM_SIZE='0'"},
         BadEnv{{{"TANDEM_RANK", "-1"}}, "TANDEM_RANK='-1'"},
         BadEnv{{{"TANDEM_RANK", "2"}}, "TANDEM_RANK=2 is not below TANDEM_SIZE=2"},
-        BadEnv{{{"TANDEM_RENDEZVOUS_ADDR", "node01"}}, "TANDEM_RENDEZVOUS_ADDR='node01' has no port"},
-        BadEnv{{{"TANDEM_RENDEZVOUS_ADDR", "node01:99999"}}, "TANDEM_RENDEZVOUS_ADDR='node01:99999'"},
+        BadEnv{{{"TANDEM_RENDEZVOUS_ADDR", "node01"}},
+               "TANDEM_RENDEZVOUS_ADDR='node01' has no port"},
+        BadEnv{{{"TANDEM_RENDEZVOUS_ADDR", "node01:99999"}},
+               "TANDEM_RENDEZVOUS_ADDR='node01:99999'"},
         BadEnv{{{"TANDEM_RENDEZVOUS_TOKEN", "<unset>"}}, "not set: TANDEM_RENDEZVOUS_TOKEN"},
         BadEnv{{{"TANDEM_RENDEZVOUS_ADDR", "<unset>"}}, "not set: TANDEM_RENDEZVOUS_ADDR"},
         BadEnv{{{"TANDEM_RENDEZVOUS_TOKEN", "short"}}, "TANDEM_RENDEZVOUS_TOKEN is shorter"},

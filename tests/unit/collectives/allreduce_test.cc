@@ -20,9 +20,9 @@ namespace tandem {
 namespace testing {
 namespace {
 
-constexpr tandem_dtype_t kTypes[] = {TANDEM_UINT8,   TANDEM_INT8,     TANDEM_INT32,
-                                     TANDEM_INT64,   TANDEM_FLOAT16,  TANDEM_BFLOAT16,
-                                     TANDEM_FLOAT32, TANDEM_FLOAT64,  TANDEM_BOOL};
+constexpr tandem_dtype_t kTypes[] = {TANDEM_UINT8,   TANDEM_INT8,    TANDEM_INT32,
+                                     TANDEM_INT64,   TANDEM_FLOAT16, TANDEM_BFLOAT16,
+                                     TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_BOOL};
 constexpr tandem_op_t kOps[] = {TANDEM_SUM, TANDEM_AVERAGE, TANDEM_MIN, TANDEM_MAX, TANDEM_PRODUCT};
 
 // Runs one allreduce case on this rank and checks every element.
@@ -39,7 +39,10 @@ void check_case(Communicator& c, tandem_dtype_t t, tandem_op_t op, size_t count,
   for (size_t key = 0; key < 27; ++key) {
     // Find an element with this key among the first 81 and compute it.
     for (size_t i = 0; i < 81; ++i)
-      if (pattern_key(i) == key) { expected(t, op, n, i, pre, post, want[key].data()); break; }
+      if (pattern_key(i) == key) {
+        expected(t, op, n, i, pre, post, want[key].data());
+        break;
+      }
   }
   const uint8_t* got = static_cast<const uint8_t*>(out);
   size_t bad = 0;
@@ -51,9 +54,7 @@ void check_case(Communicator& c, tandem_dtype_t t, tandem_op_t op, size_t count,
                     << " differs";
     }
   }
-  if (!in_place) {
-    EXPECT_EQ(recv[count * es], 0xAB) << "wrote past the end of recv";
-  }
+  if (!in_place) { EXPECT_EQ(recv[count * es], 0xAB) << "wrote past the end of recv"; }
 }
 
 class AllreduceSweep : public ::testing::TestWithParam<Layout> {};
@@ -72,12 +73,15 @@ TEST_P(AllreduceSweep, LargeCountEveryType) {
   const Layout l = GetParam();
   CommunicatorOptions o = small_options();
   o.shm_chunk_bytes = 256 << 10;
-  run_layout(l, [](Communicator& c) {
-    for (bool in_place : {false, true}) {
-      for (auto t : kTypes) check_case(c, t, TANDEM_SUM, 1 << 20, in_place);
-      for (auto op : kOps) check_case(c, TANDEM_FLOAT32, op, 1 << 20, in_place);
-    }
-  }, o);
+  run_layout(
+      l,
+      [](Communicator& c) {
+        for (bool in_place : {false, true}) {
+          for (auto t : kTypes) check_case(c, t, TANDEM_SUM, 1 << 20, in_place);
+          for (auto op : kOps) check_case(c, TANDEM_FLOAT32, op, 1 << 20, in_place);
+        }
+      },
+      o);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, AllreduceSweep, ::testing::ValuesIn(all_layouts()),
@@ -119,12 +123,14 @@ void determinism(int size, std::vector<int> layout, Order order, size_t count = 
       if (round == 0) {
         results[me] = out;
       } else {
-        EXPECT_EQ(0, std::memcmp(out.data(), results[me].data(), count * 4)) << "rank " << me << " run 2 differs";
+        EXPECT_EQ(0, std::memcmp(out.data(), results[me].data(), count * 4))
+            << "rank " << me << " run 2 differs";
       }
     });
   }
   for (int r = 1; r < size; ++r)
-    EXPECT_EQ(0, std::memcmp(results[r].data(), results[0].data(), count * 4)) << "rank " << r << " differs from rank 0";
+    EXPECT_EQ(0, std::memcmp(results[r].data(), results[0].data(), count * 4))
+        << "rank " << r << " differs from rank 0";
   if (order == Order::kNone) return;
   const bool ring = choose_allreduce(size, count * 4) == AllreduceAlgorithm::kRing;
   for (size_t i = 0; i < count; i += 997) {
@@ -166,7 +172,8 @@ TEST(Allreduce, SharedArenaBuffers) {
       std::vector<int32_t> out(count);
       c.allreduce(buf, out.data(), count, TANDEM_INT32, TANDEM_MAX);  // arena -> private
       for (size_t i = 0; i < count; i += 7) ASSERT_EQ(out[i], static_cast<int32_t>(i) * 10);
-      for (size_t i = 0; i < count; i += 7) ASSERT_EQ(buf[i], static_cast<int32_t>(i) * 10) << "input changed";
+      for (size_t i = 0; i < count; i += 7)
+        ASSERT_EQ(buf[i], static_cast<int32_t>(i) * 10) << "input changed";
       c.free_shared(buf);
       void* again = c.allocate_shared(count * 4);
       EXPECT_EQ(again, buf) << "freed space is reused";
@@ -189,59 +196,58 @@ TEST(Allreduce, ResultSinkGetsEveryByteOnceInOrder) {
     for (int where = 0; where < 3; ++where) {  // 0 all in arena, 1 none, 2 rank 0 only
       for (size_t count : {size_t{300}, size_t{50000}}) {
         for (bool with_source : {false, true}) {
-        run_world(4, layout, [&](Communicator& c) {
-          const int me = c.identity().rank;
-          const bool shared = where == 0 || (where == 2 && me == 0);
-          std::vector<int32_t> heap;
-          int32_t* buf = nullptr;
-          if (shared) {
-            buf = static_cast<int32_t*>(c.allocate_shared(count * 4));
-          } else {
-            heap.resize(count);
-            buf = heap.data();
-          }
-          std::vector<int32_t> input(count);
-          for (size_t i = 0; i < count; ++i) input[i] = static_cast<int32_t>(i % 1000) * (me + 1);
-          // Pieces of 1..97 elements, the same cut on every rank or not.
-          std::vector<size_t> cuts{0};
-          for (size_t at = 0; at < count;) {
-            at = std::min(count, at + 1 + (at * 7 + static_cast<size_t>(me) * 13) % 97);
-            cuts.push_back(at);
-          }
-          Communicator::InputSource source = [&](size_t off, size_t* bytes) -> const void* {
-            const size_t e = off / 4;
-            auto it = std::upper_bound(cuts.begin(), cuts.end(), e);
-            *bytes = (*it - e) * 4;
-            return input.data() + e;
-          };
-          if (with_source)
-            std::fill(buf, buf + count, 0x7F7F7F7F);
-          else
-            std::copy(input.begin(), input.end(), buf);
-          std::vector<int32_t> out(count, -1);
-          std::vector<int> seen(count * 4, 0);
-          size_t next = 0;
-          bool ordered = true;
-          c.allreduce_to(buf, count, TANDEM_INT32, TANDEM_SUM, 1.0, 1.0,
-                         [&](size_t at, const void* data, size_t bytes) {
-                           ordered = ordered && at >= next;
-                           next = at + bytes;
-                           ASSERT_LE(at + bytes, count * 4);
-                           for (size_t k = at; k < at + bytes; ++k) ++seen[k];
-                           std::memcpy(reinterpret_cast<char*>(out.data()) + at, data, bytes);
-                         },
-                         with_source ? &source : nullptr);
-          EXPECT_TRUE(ordered) << "rank " << me << ": pieces out of order";
-          size_t wrong_count = 0, wrong_value = 0;
-          for (size_t k = 0; k < seen.size(); ++k) wrong_count += seen[k] != 1;
-          for (size_t i = 0; i < count; ++i)
-            wrong_value += out[i] != static_cast<int32_t>(i % 1000) * 10;
-          EXPECT_EQ(wrong_count, 0u) << "rank " << me << " where " << where << " count " << count;
-          EXPECT_EQ(wrong_value, 0u) << "rank " << me << " where " << where << " count " << count
-                                     << (with_source ? " with a source" : "");
-          EXPECT_EQ(input[7], static_cast<int32_t>(7) * (me + 1)) << "the source was written";
-          if (shared) c.free_shared(buf);
-        });
+          run_world(4, layout, [&](Communicator& c) {
+            const int me = c.identity().rank;
+            const bool shared = where == 0 || (where == 2 && me == 0);
+            std::vector<int32_t> heap;
+            int32_t* buf = nullptr;
+            if (shared) {
+              buf = static_cast<int32_t*>(c.allocate_shared(count * 4));
+            } else {
+              heap.resize(count);
+              buf = heap.data();
+            }
+            std::vector<int32_t> input(count);
+            for (size_t i = 0; i < count; ++i) input[i] = static_cast<int32_t>(i % 1000) * (me + 1);
+            // Pieces of 1..97 elements, the same cut on every rank or not.
+            std::vector<size_t> cuts{0};
+            for (size_t at = 0; at < count;) {
+              at = std::min(count, at + 1 + (at * 7 + static_cast<size_t>(me) * 13) % 97);
+              cuts.push_back(at);
+            }
+            Communicator::InputSource source = [&](size_t off, size_t* bytes) -> const void* {
+              const size_t e = off / 4;
+              auto it = std::upper_bound(cuts.begin(), cuts.end(), e);
+              *bytes = (*it - e) * 4;
+              return input.data() + e;
+            };
+            if (with_source) std::fill(buf, buf + count, 0x7F7F7F7F);
+            else std::copy(input.begin(), input.end(), buf);
+            std::vector<int32_t> out(count, -1);
+            std::vector<int> seen(count * 4, 0);
+            size_t next = 0;
+            bool ordered = true;
+            c.allreduce_to(
+                buf, count, TANDEM_INT32, TANDEM_SUM, 1.0, 1.0,
+                [&](size_t at, const void* data, size_t bytes) {
+                  ordered = ordered && at >= next;
+                  next = at + bytes;
+                  ASSERT_LE(at + bytes, count * 4);
+                  for (size_t k = at; k < at + bytes; ++k) ++seen[k];
+                  std::memcpy(reinterpret_cast<char*>(out.data()) + at, data, bytes);
+                },
+                with_source ? &source : nullptr);
+            EXPECT_TRUE(ordered) << "rank " << me << ": pieces out of order";
+            size_t wrong_count = 0, wrong_value = 0;
+            for (size_t k = 0; k < seen.size(); ++k) wrong_count += seen[k] != 1;
+            for (size_t i = 0; i < count; ++i)
+              wrong_value += out[i] != static_cast<int32_t>(i % 1000) * 10;
+            EXPECT_EQ(wrong_count, 0u) << "rank " << me << " where " << where << " count " << count;
+            EXPECT_EQ(wrong_value, 0u) << "rank " << me << " where " << where << " count " << count
+                                       << (with_source ? " with a source" : "");
+            EXPECT_EQ(input[7], static_cast<int32_t>(7) * (me + 1)) << "the source was written";
+            if (shared) c.free_shared(buf);
+          });
         }
       }
     }
@@ -307,60 +313,71 @@ class AllreducePaths : public ::testing::TestWithParam<PathCase> {};
 
 TEST_P(AllreducePaths, EveryTypeOpAndOddCount) {
   const PathCase pc = GetParam();
-  run_layout(pc.layout, [](Communicator& c) {
-    for (bool in_place : {false, true})
-      for (auto t : kTypes)
-        for (auto op : kOps)
-          for (size_t count : {size_t{0}, size_t{1}, size_t{1023}, size_t{5003}, size_t{70001}})
-            check_case(c, t, op, count, in_place);
-  }, path_options(pc));
+  run_layout(
+      pc.layout,
+      [](Communicator& c) {
+        for (bool in_place : {false, true})
+          for (auto t : kTypes)
+            for (auto op : kOps)
+              for (size_t count : {size_t{0}, size_t{1}, size_t{1023}, size_t{5003}, size_t{70001}})
+                check_case(c, t, op, count, in_place);
+      },
+      path_options(pc));
 }
 
 // Several pieces of the direct algorithm per part, non-temporal stores
 // (>= 8 MiB), and the staged algorithm's default step size.
 TEST_P(AllreducePaths, LargeCount) {
   const PathCase pc = GetParam();
-  run_layout(pc.layout, [](Communicator& c) {
-    for (bool in_place : {false, true}) {
-      check_case(c, TANDEM_FLOAT32, TANDEM_SUM, (size_t{1} << 21) + 3, in_place);
-      check_case(c, TANDEM_FLOAT64, TANDEM_AVERAGE, (size_t{1} << 20) + 1, !in_place);
-      check_case(c, TANDEM_INT8, TANDEM_MAX, 300007, in_place);
-    }
-  }, path_options(pc, 256 << 10));
+  run_layout(
+      pc.layout,
+      [](Communicator& c) {
+        for (bool in_place : {false, true}) {
+          check_case(c, TANDEM_FLOAT32, TANDEM_SUM, (size_t{1} << 21) + 3, in_place);
+          check_case(c, TANDEM_FLOAT64, TANDEM_AVERAGE, (size_t{1} << 20) + 1, !in_place);
+          check_case(c, TANDEM_INT8, TANDEM_MAX, 300007, in_place);
+        }
+      },
+      path_options(pc, 256 << 10));
 }
 
 // Buffers in the shared arena are read and written in place by peers, next
 // to private ones: every mix of arena/private send and recv per rank.
 TEST_P(AllreducePaths, ArenaAndPrivateBuffersMixed) {
   const PathCase pc = GetParam();
-  run_layout(pc.layout, [](Communicator& c) {
-    const int me = c.identity().rank, n = c.identity().size;
-    const size_t count = 40009;
-    for (int mix = 0; mix < 4; ++mix) {
-      // mix 0: send private, recv arena; 1: send arena, recv private;
-      // 2: in place in the arena on odd ranks only; 3: in place in the arena.
-      const bool send_shared = mix == 1 || mix == 3 || (mix == 2 && me % 2 == 1);
-      const bool recv_shared = mix == 0 || mix == 3 || (mix == 2 && me % 2 == 1);
-      const bool in_place = mix >= 2;
-      std::vector<int32_t> send_heap(count), recv_heap(count, -1);
-      int32_t* send = send_shared ? static_cast<int32_t*>(c.allocate_shared(count * 4)) : send_heap.data();
-      int32_t* recv = in_place ? send
-                      : recv_shared ? static_cast<int32_t*>(c.allocate_shared(count * 4))
-                                    : recv_heap.data();
-      for (size_t i = 0; i < count; ++i) send[i] = static_cast<int32_t>(i % 1001) * (me + 1) - 7;
-      c.allreduce(send, recv, count, TANDEM_INT32, TANDEM_SUM);
-      size_t wrong = 0;
-      for (size_t i = 0; i < count; ++i)
-        wrong += recv[i] != static_cast<int32_t>(i % 1001) * (n * (n + 1) / 2) - 7 * n;
-      EXPECT_EQ(wrong, 0u) << "rank " << me << " mix " << mix;
-      if (!in_place) {
-        for (size_t i = 0; i < count; i += 101)
-          ASSERT_EQ(send[i], static_cast<int32_t>(i % 1001) * (me + 1) - 7) << "input changed";
-      }
-      if (send_shared) c.free_shared(send);
-      if (recv_shared && !in_place) c.free_shared(recv);
-    }
-  }, path_options(pc));
+  run_layout(
+      pc.layout,
+      [](Communicator& c) {
+        const int me = c.identity().rank, n = c.identity().size;
+        const size_t count = 40009;
+        for (int mix = 0; mix < 4; ++mix) {
+          // mix 0: send private, recv arena; 1: send arena, recv private;
+          // 2: in place in the arena on odd ranks only; 3: in place in the arena.
+          const bool send_shared = mix == 1 || mix == 3 || (mix == 2 && me % 2 == 1);
+          const bool recv_shared = mix == 0 || mix == 3 || (mix == 2 && me % 2 == 1);
+          const bool in_place = mix >= 2;
+          std::vector<int32_t> send_heap(count), recv_heap(count, -1);
+          int32_t* send =
+              send_shared ? static_cast<int32_t*>(c.allocate_shared(count * 4)) : send_heap.data();
+          int32_t* recv = in_place      ? send
+                          : recv_shared ? static_cast<int32_t*>(c.allocate_shared(count * 4))
+                                        : recv_heap.data();
+          for (size_t i = 0; i < count; ++i)
+            send[i] = static_cast<int32_t>(i % 1001) * (me + 1) - 7;
+          c.allreduce(send, recv, count, TANDEM_INT32, TANDEM_SUM);
+          size_t wrong = 0;
+          for (size_t i = 0; i < count; ++i)
+            wrong += recv[i] != static_cast<int32_t>(i % 1001) * (n * (n + 1) / 2) - 7 * n;
+          EXPECT_EQ(wrong, 0u) << "rank " << me << " mix " << mix;
+          if (!in_place) {
+            for (size_t i = 0; i < count; i += 101)
+              ASSERT_EQ(send[i], static_cast<int32_t>(i % 1001) * (me + 1) - 7) << "input changed";
+          }
+          if (send_shared) c.free_shared(send);
+          if (recv_shared && !in_place) c.free_shared(recv);
+        }
+      },
+      path_options(pc));
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, AllreducePaths, ::testing::ValuesIn(path_cases()),
@@ -384,12 +401,16 @@ TEST(Allreduce, DirectPathBitwiseEqualsStaged) {
         CommunicatorOptions o = small_options();
         o.shm_chunk_bytes = 64 << 10;
         o.shm_allreduce_path = path;
-        run_world(n, {}, [&](Communicator& c) {
-          const int me = c.identity().rank;
-          std::vector<float> out(count);
-          c.allreduce(inputs[me].data(), out.data(), count, TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, 3.3);
-          results[path][me] = out;
-        }, o);
+        run_world(
+            n, {},
+            [&](Communicator& c) {
+              const int me = c.identity().rank;
+              std::vector<float> out(count);
+              c.allreduce(inputs[me].data(), out.data(), count, TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1,
+                          3.3);
+              results[path][me] = out;
+            },
+            o);
       }
       for (int path = 0; path < 3; ++path)
         for (int r = 0; r < n; ++r)
@@ -432,8 +453,10 @@ TEST(Allreduce, BadArguments) {
   run_world(2, {}, [](Communicator& c) {
     float x = 1;
     EXPECT_THROW(c.allreduce(nullptr, &x, 1, TANDEM_FLOAT32, TANDEM_SUM), InvalidArgument);
-    EXPECT_THROW(c.allreduce(&x, &x, 1, static_cast<tandem_dtype_t>(42), TANDEM_SUM), InvalidArgument);
-    EXPECT_THROW(c.allreduce(&x, &x, 1, TANDEM_FLOAT32, static_cast<tandem_op_t>(9)), InvalidArgument);
+    EXPECT_THROW(c.allreduce(&x, &x, 1, static_cast<tandem_dtype_t>(42), TANDEM_SUM),
+                 InvalidArgument);
+    EXPECT_THROW(c.allreduce(&x, &x, 1, TANDEM_FLOAT32, static_cast<tandem_op_t>(9)),
+                 InvalidArgument);
     EXPECT_THROW(c.allreduce(&x, &x, 1, TANDEM_INT32, TANDEM_SUM, 2.0, 1.0), InvalidArgument);
     EXPECT_THROW(c.allreduce(&x, &x, 1, TANDEM_BOOL, TANDEM_AVERAGE), InvalidArgument);
     // Still usable after argument errors.

@@ -17,7 +17,9 @@ namespace {
 const size_t kCounts[] = {0, 1, 7, 1023, 5000};
 
 // A value that names its origin: rank, destination and index.
-int32_t tag(int from, int to, size_t i) { return from * 1000003 + to * 10007 + static_cast<int32_t>(i); }
+int32_t tag(int from, int to, size_t i) {
+  return from * 1000003 + to * 10007 + static_cast<int32_t>(i);
+}
 
 class Collectives : public ::testing::TestWithParam<Layout> {};
 
@@ -31,7 +33,8 @@ TEST_P(Collectives, Broadcast) {
         if (me == root)
           for (size_t i = 0; i < count; ++i) buf[i] = tag(root, 0, i);
         c.broadcast(buf.data(), count, TANDEM_INT64, root);
-        for (size_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], tag(root, 0, i)) << "root " << root << " count " << count;
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(buf[i], tag(root, 0, i)) << "root " << root << " count " << count;
       }
     }
   });
@@ -56,7 +59,8 @@ TEST_P(Collectives, AllgatherAndAllgatherv) {
       c.allgatherv(vs.data(), counts[me], vr.data(), counts, TANDEM_INT32);
       size_t at = 0;
       for (int r = 0; r < n; ++r)
-        for (size_t i = 0; i < counts[r]; ++i) ASSERT_EQ(vr[at++], tag(r, 1, i)) << "block of rank " << r;
+        for (size_t i = 0; i < counts[r]; ++i)
+          ASSERT_EQ(vr[at++], tag(r, 1, i)) << "block of rank " << r;
     }
   });
 }
@@ -87,7 +91,8 @@ TEST_P(Collectives, AlltoallAndAlltoallv) {
       c.alltoallv(vs.data(), sc, vr.data(), rc, TANDEM_INT32);
       at = 0;
       for (int from = 0; from < n; ++from)
-        for (size_t i = 0; i < rc[from]; ++i) ASSERT_EQ(vr[at++], tag(from, me, i)) << "from " << from;
+        for (size_t i = 0; i < rc[from]; ++i)
+          ASSERT_EQ(vr[at++], tag(from, me, i)) << "from " << from;
     }
   });
 }
@@ -106,14 +111,16 @@ TEST_P(Collectives, Reducescatter) {
       size_t lo = 0;
       for (int r = 0; r < me; ++r) lo += counts[r];
       const double ranks = n * (n + 1) / 2.0;
-      for (size_t i = 0; i < counts[me]; ++i) ASSERT_EQ(recv[i], ranks * ((lo + i) % 11)) << "element " << i;
+      for (size_t i = 0; i < counts[me]; ++i)
+        ASSERT_EQ(recv[i], ranks * ((lo + i) % 11)) << "element " << i;
       EXPECT_EQ(recv[counts[me]], -7) << "wrote past this rank's block";
       std::vector<int32_t> is(total), ir(counts[me]);
       for (size_t i = 0; i < total; ++i) is[i] = static_cast<int32_t>((me * 5 + i) % 13);
       c.reducescatter(is.data(), ir.data(), counts, TANDEM_INT32, TANDEM_MAX);
       for (size_t i = 0; i < counts[me]; ++i) {
         int32_t want = 0;
-        for (int r = 0; r < n; ++r) want = std::max<int32_t>(want, static_cast<int32_t>((r * 5 + lo + i) % 13));
+        for (int r = 0; r < n; ++r)
+          want = std::max<int32_t>(want, static_cast<int32_t>((r * 5 + lo + i) % 13));
         ASSERT_EQ(ir[i], want);
       }
     }
@@ -171,9 +178,7 @@ TEST(Collectives, BroadcastAndAllgatherAcrossNodesConnectNoWorldTransport) {
           const int32_t mine = c.identity().rank * 10;
           c.allgather(&mine, 1, all.data(), TANDEM_INT32);
           for (int k = 0; k < size; ++k) EXPECT_EQ(all[k], k * 10);
-        } catch (const std::exception& e) {
-          errors[r] = e.what();
-        }
+        } catch (const std::exception& e) { errors[r] = e.what(); }
       });
     }
     for (auto& t : threads) t.join();

@@ -48,9 +48,7 @@ void run_group(int n, const std::function<void(Transport&)>& body) {
         MemoryBootstrap b(world, r);
         auto t = connect_memory(net, b, all, std::chrono::seconds(60));
         body(*t);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
+      } catch (const std::exception& e) { errors[r] = e.what(); }
     });
   }
   for (auto& t : threads) t.join();
@@ -60,8 +58,7 @@ void run_group(int n, const std::function<void(Transport&)>& body) {
 constexpr tandem_dtype_t kTypes[] = {TANDEM_UINT8,   TANDEM_INT8,    TANDEM_INT32,
                                      TANDEM_INT64,   TANDEM_FLOAT16, TANDEM_BFLOAT16,
                                      TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_BOOL};
-constexpr tandem_op_t kOps[] = {TANDEM_SUM, TANDEM_AVERAGE, TANDEM_MIN, TANDEM_MAX,
-                                TANDEM_PRODUCT};
+constexpr tandem_op_t kOps[] = {TANDEM_SUM, TANDEM_AVERAGE, TANDEM_MIN, TANDEM_MAX, TANDEM_PRODUCT};
 
 // One case on every rank: values against the reference, and the result's
 // bytes gathered so the caller can compare ranks.
@@ -107,7 +104,8 @@ using Results = std::vector<std::vector<std::vector<uint8_t>>>;
 void expect_same_everywhere(const Results& results, int n) {
   for (size_t c = 0; c < results.size(); ++c)
     for (int r = 1; r < n; ++r)
-      EXPECT_TRUE(results[c][r] == results[c][0]) << "case " << c << ": rank " << r << " differs from rank 0";
+      EXPECT_TRUE(results[c][r] == results[c][0])
+          << "case " << c << ": rank " << r << " differs from rank 0";
 }
 
 TEST_P(CrossNodeSweep, EveryTypeOpAndCount) {
@@ -169,8 +167,8 @@ void check_order(int n, Algo a, size_t count) {
   for (size_t i = 0; i < count && bad < 3; i += (i < 100 ? 1 : 97)) {
     std::vector<float> x(n);
     for (int r = 0; r < n; ++r) x[r] = inputs[r][i];
-    const float want = used == Algo::kRing ? ring_value(x, i, count, 0.1f, 3.3f)
-                                           : tree_value(x, 0.1f, 3.3f);
+    const float want =
+        used == Algo::kRing ? ring_value(x, i, count, 0.1f, 3.3f) : tree_value(x, 0.1f, 3.3f);
     if (results[0][i] != want) {
       ++bad;
       ADD_FAILURE() << algorithm_name(a) << " (" << algorithm_name(used) << ") " << n
@@ -245,7 +243,8 @@ uint64_t depth(int n, Algo a, size_t count) {
   run_group(n, [&](Transport& inner) {
     ClockTransport t(inner);
     std::vector<float> in(count, 1.0f), out(count);
-    allreduce(t, in.data(), out.data(), count, Reduction{TANDEM_FLOAT32, TANDEM_SUM, 1, true, 1, n}, a);
+    allreduce(t, in.data(), out.data(), count, Reduction{TANDEM_FLOAT32, TANDEM_SUM, 1, true, 1, n},
+              a);
     EXPECT_EQ(out[count - 1], static_cast<float>(n));
     clocks[t.rank()] = t.clock();
   });
@@ -274,7 +273,8 @@ TEST(CrossNodeRounds, TreesTakeLog2RoundsRingTakesN) {
 // 1..9 ranks: uneven and empty blocks, in place, every root.
 enum class Gather { kRing, kBruck, kAuto };
 
-void gather(Transport& t, Gather g, const void* send, void* recv, const std::vector<size_t>& bytes) {
+void gather(Transport& t, Gather g, const void* send, void* recv,
+            const std::vector<size_t>& bytes) {
   if (g == Gather::kRing) allgatherv_ring(t, send, recv, bytes);
   else if (g == Gather::kBruck) allgatherv_bruck(t, send, recv, bytes);
   else allgatherv(t, send, recv, bytes);

@@ -46,8 +46,12 @@ inline uint16_t ref_to_bf16(float f) {
 // Writes value v (exactly representable by construction) as dtype at p[i].
 inline void put(tandem_dtype_t t, void* p, size_t i, double v) {
   switch (t) {
-    case TANDEM_UINT8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    case TANDEM_INT8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
+    case TANDEM_UINT8:
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v));
+      break;
+    case TANDEM_INT8:
+      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v));
+      break;
     case TANDEM_INT32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
     case TANDEM_INT64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
     case TANDEM_FLOAT16: static_cast<uint16_t*>(p)[i] = ref_to_half(static_cast<float>(v)); break;
@@ -89,9 +93,13 @@ inline void expected(tandem_dtype_t t, tandem_op_t op, int n, size_t i, double p
   double acc = 0;
   for (int r = 0; r < n; ++r) {
     double v = input_value(t, op, r, i) * (floating(t) ? prescale : 1.0);
-    if (r == 0) { acc = v; continue; }
+    if (r == 0) {
+      acc = v;
+      continue;
+    }
     switch (op) {
-      case TANDEM_SUM: case TANDEM_AVERAGE: acc = t == TANDEM_BOOL ? (acc || v) : acc + v; break;
+      case TANDEM_SUM:
+      case TANDEM_AVERAGE: acc = t == TANDEM_BOOL ? (acc || v) : acc + v; break;
       case TANDEM_PRODUCT: acc = t == TANDEM_BOOL ? (acc && v) : acc * v; break;
       case TANDEM_MIN: acc = t == TANDEM_BOOL ? (acc && v) : std::min(acc, v); break;
       case TANDEM_MAX: acc = t == TANDEM_BOOL ? (acc || v) : std::max(acc, v); break;
@@ -137,7 +145,8 @@ inline float tree_value(const std::vector<float>& x, float pre, float post) {
 
 // Ring: block b of the vector (whole 64-byte lines) accumulates from rank b
 // around the ring.
-inline float ring_value(const std::vector<float>& x, size_t element, size_t count, float pre, float post) {
+inline float ring_value(const std::vector<float>& x, size_t element, size_t count, float pre,
+                        float post) {
   const size_t n = x.size();
   const size_t per = ((count + n - 1) / n + 15) / 16 * 16;
   const size_t b = element / per;

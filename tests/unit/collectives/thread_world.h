@@ -23,7 +23,8 @@ inline CommunicatorOptions small_options() {
   CommunicatorOptions o;
   o.timeout = std::chrono::seconds(30);
   o.shm_chunk_bytes = 4096;  // many pipeline steps even for small counts
-  o.shm_max_chunk_bytes = 4096;  // and always: the changing step has its own test (test_staged_step)
+  o.shm_max_chunk_bytes =
+      4096;  // and always: the changing step has its own test (test_staged_step)
   o.shm_arena_bytes = 1 << 20;
   return o;
 }
@@ -43,14 +44,10 @@ inline void run_world(int size, const std::vector<int>& layout,
     threads.emplace_back([&, r] {
       try {
         auto connect = [net](Bootstrap& b, const std::vector<int>& m, std::chrono::milliseconds t,
-                             const std::vector<int>&) {
-          return connect_memory(net, b, m, t);
-        };
+                             const std::vector<int>&) { return connect_memory(net, b, m, t); };
         Communicator comm(std::make_unique<MemoryBootstrap>(world, r), connect, options);
         body(comm);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
+      } catch (...) { errors[r] = std::current_exception(); }
     });
   }
   for (auto& t : threads) t.join();

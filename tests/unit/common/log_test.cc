@@ -43,9 +43,7 @@ class Capture {
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
+  } catch (const InvalidArgument& e) { return e.what(); }
   return "(accepted)";
 }
 
@@ -70,8 +68,9 @@ TEST(LogConfig, BadLevelIsOneErrorNamingTheVariableAndValue) {
   EXPECT_EQ(message_of([] { parse_config("loud", nullptr, nullptr); }),
             "TANDEM_LOG='loud': expected one of error, warn, info, debug, trace; fix or unset "
             "the variable");
-  EXPECT_NE(message_of([] { parse_config(nullptr, nullptr, "chatty"); })
-                .find("HOROVOD_LOG_LEVEL='chatty': expected one of"),
+  EXPECT_NE(message_of([] {
+              parse_config(nullptr, nullptr, "chatty");
+            }).find("HOROVOD_LOG_LEVEL='chatty': expected one of"),
             std::string::npos);
   EXPECT_NE(message_of([] { parse_config("info ", nullptr, nullptr); }).find("TANDEM_LOG='info '"),
             std::string::npos);
@@ -94,9 +93,12 @@ TEST(LogConfig, SubsystemListsExclusionAndAll) {
 TEST(LogConfig, BadSubsystemIsOneErrorNamingTheVariableValueAndChoices) {
   for (const char* bad : {"tpc", "tcp,", ",tcp", "tcp,,shm", "^", "net"}) {
     const std::string m = message_of([&] { parse_config(nullptr, bad, nullptr); });
-    EXPECT_EQ(m.find(std::string("TANDEM_LOG_SUBSYS='") + bad + "': expected a comma-separated "
-                     "list of bootstrap, elastic, shm, tcp, coll, runtime, gpu, api, plugin, tools, python"),
-              0u)
+    EXPECT_EQ(
+        m.find(
+            std::string("TANDEM_LOG_SUBSYS='") + bad +
+            "': expected a comma-separated "
+            "list of bootstrap, elastic, shm, tcp, coll, runtime, gpu, api, plugin, tools, python"),
+        0u)
         << m;
   }
 }

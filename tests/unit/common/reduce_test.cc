@@ -64,8 +64,9 @@ TEST(Reduce, HalfNarrowingRoundsLikeTheCompiler) {
 // Counts on both sides of the few-element path (kFew) and across blocks
 // (1537: three blocks, the last partial), 1, 2 and 5 inputs.
 TEST(Reduce, EveryTypeAndOpEveryCountPath) {
-  const tandem_dtype_t types[] = {TANDEM_UINT8, TANDEM_INT8, TANDEM_INT32, TANDEM_INT64, TANDEM_FLOAT16,
-                                  TANDEM_BFLOAT16, TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_BOOL};
+  const tandem_dtype_t types[] = {TANDEM_UINT8,   TANDEM_INT8,    TANDEM_INT32,
+                                  TANDEM_INT64,   TANDEM_FLOAT16, TANDEM_BFLOAT16,
+                                  TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_BOOL};
   for (int n : {1, 2, 5}) {
     for (size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{1537}}) {
       for (auto t : types) {
@@ -114,10 +115,17 @@ void check_stepwise(tandem_dtype_t t, To to, From from) {
     }
   std::vector<const void*> in(n);
   for (int r = 0; r < n; ++r) in[r] = bufs[r].data();
-  struct Case { tandem_op_t op; double pre, post; bool same; };
-  const Case cases[] = {{TANDEM_AVERAGE, 1, 1, true}, {TANDEM_SUM, 0.1915194503788923, 1, true},
-                        {TANDEM_SUM, 1, 0.1915194503788923, true}, {TANDEM_PRODUCT, 1, 1, false},
-                        {TANDEM_SUM, 0.7, 1, false}, {TANDEM_AVERAGE, 1, 0.3, false}};
+  struct Case {
+    tandem_op_t op;
+    double pre, post;
+    bool same;
+  };
+  const Case cases[] = {{TANDEM_AVERAGE, 1, 1, true},
+                        {TANDEM_SUM, 0.1915194503788923, 1, true},
+                        {TANDEM_SUM, 1, 0.1915194503788923, true},
+                        {TANDEM_PRODUCT, 1, 1, false},
+                        {TANDEM_SUM, 0.7, 1, false},
+                        {TANDEM_AVERAGE, 1, 0.3, false}};
   for (const Case& c : cases) {
     // `same`: every rank sends rank 0's values, as Horovod's tests do.
     std::vector<const void*> src(n, c.same ? in[0] : nullptr);
@@ -149,9 +157,13 @@ TEST(Reduce, BoolTreatsAnyNonZeroAsTrue) {
   const void* in[2] = {a, b};
   uint8_t out[3];
   reduce(out, in, 2, 3, Reduction{TANDEM_BOOL, TANDEM_SUM});
-  EXPECT_EQ(out[0], 0); EXPECT_EQ(out[1], 1); EXPECT_EQ(out[2], 1);
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 1);
+  EXPECT_EQ(out[2], 1);
   reduce(out, in, 2, 3, Reduction{TANDEM_BOOL, TANDEM_MIN});
-  EXPECT_EQ(out[0], 0); EXPECT_EQ(out[1], 0); EXPECT_EQ(out[2], 1);
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 0);
+  EXPECT_EQ(out[2], 1);
 }
 
 TEST(Reduce, IntegerAverageTruncatesAndSumWraps) {

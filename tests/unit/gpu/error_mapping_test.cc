@@ -15,16 +15,15 @@ template <typename E>
 std::string expect_type(std::exception_ptr p) {
   try {
     std::rethrow_exception(p);
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
+  } catch (const E& e) { return e.what(); } catch (const std::exception& e) {
     ADD_FAILURE() << "wrong type for: " << e.what();
   }
   return "";
 }
 
 TEST(ErrorMapping, NcclResults) {
-  auto m = expect_type<PeerLostError>(nccl_error(ncclRemoteError, "ncclAllReduce on process set 0", "remote"));
+  auto m = expect_type<PeerLostError>(
+      nccl_error(ncclRemoteError, "ncclAllReduce on process set 0", "remote"));
   EXPECT_NE(m.find("ncclAllReduce on process set 0 failed"), std::string::npos) << m;
   EXPECT_NE(m.find("a peer process exited"), std::string::npos) << m;
   expect_type<InvalidArgument>(nccl_error(ncclInvalidArgument, "x", ""));
@@ -36,12 +35,15 @@ TEST(ErrorMapping, NcclResults) {
 }
 
 TEST(ErrorMapping, CudaErrors) {
-  auto m = expect_type<UnsupportedError>(cuda_error(cudaErrorNoDevice, "cudaErrorNoDevice", "cudaSetDevice(0)", "no CUDA-capable device is detected"));
+  auto m = expect_type<UnsupportedError>(cuda_error(cudaErrorNoDevice, "cudaErrorNoDevice",
+                                                    "cudaSetDevice(0)",
+                                                    "no CUDA-capable device is detected"));
   EXPECT_NE(m.find("cudaSetDevice(0) failed: cudaErrorNoDevice (100)"), std::string::npos) << m;
   expect_type<UnsupportedError>(cuda_error(cudaErrorInsufficientDriver, "n", "x", "d"));
   m = expect_type<InvalidArgument>(cuda_error(cudaErrorInvalidDevice, "n", "x", "d"));
   EXPECT_NE(m.find("TANDEM_GPU_DEVICE"), std::string::npos);
-  m = expect_type<DeviceError>(cuda_error(cudaErrorMemoryAllocation, "n", "cudaMalloc", "out of memory"));
+  m = expect_type<DeviceError>(
+      cuda_error(cudaErrorMemoryAllocation, "n", "cudaMalloc", "out of memory"));
   EXPECT_NE(m.find("HOROVOD_FUSION_THRESHOLD"), std::string::npos);
   expect_type<DeviceError>(cuda_error(cudaErrorIllegalAddress, "n", "x", "d"));
 }
@@ -75,7 +77,8 @@ TEST(NcclTypes, Reductions) {
   EXPECT_EQ(nccl_reduction(TANDEM_INT32, TANDEM_PRODUCT, 1, 1, 2).op, ncclProd);
   EXPECT_THROW(nccl_reduction(TANDEM_INT32, TANDEM_SUM, 2.0, 1.0, 2), InvalidArgument);
   EXPECT_THROW(nccl_reduction(TANDEM_FLOAT32, TANDEM_MAX, 2.0, 1.0, 2), UnsupportedError);
-  EXPECT_THROW(nccl_reduction(TANDEM_FLOAT32, static_cast<tandem_op_t>(9), 1, 1, 2), InvalidArgument);
+  EXPECT_THROW(nccl_reduction(TANDEM_FLOAT32, static_cast<tandem_op_t>(9), 1, 1, 2),
+               InvalidArgument);
 }
 
 TEST(NcclTypes, HalfAndBfloat16Scalars) {

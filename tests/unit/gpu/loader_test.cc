@@ -31,22 +31,22 @@ template <typename F>
 std::string unsupported_message(F&& f) {
   try {
     f();
-  } catch (const UnsupportedError& e) {
-    return e.what();
-  }
+  } catch (const UnsupportedError& e) { return e.what(); }
   ADD_FAILURE() << "expected UnsupportedError";
   return "";
 }
 
 TEST(Loader, MissingCudaRuntimeSaysWhereItLookedAndWhatToDo) {
-  const auto msg = unsupported_message([] { CudaApi::load(with("/nonexistent/libcudart.so.13", "")); });
+  const auto msg =
+      unsupported_message([] { CudaApi::load(with("/nonexistent/libcudart.so.13", "")); });
   EXPECT_NE(msg.find("CUDA runtime (libcudart) not found"), std::string::npos) << msg;
   EXPECT_NE(msg.find("/nonexistent/libcudart.so.13"), std::string::npos) << msg;
   EXPECT_NE(msg.find("TANDEM_CUDA_LIBRARY"), std::string::npos) << msg;
 }
 
 TEST(Loader, MissingNcclSaysSo) {
-  const auto msg = unsupported_message([] { NcclApi::load(with("", "/nonexistent/libnccl.so.2")); });
+  const auto msg =
+      unsupported_message([] { NcclApi::load(with("", "/nonexistent/libnccl.so.2")); });
   EXPECT_NE(msg.find("NCCL (libnccl) not found"), std::string::npos) << msg;
   EXPECT_NE(msg.find("TANDEM_NCCL_LIBRARY"), std::string::npos) << msg;
 }
@@ -88,7 +88,8 @@ TEST_F(InstalledLibraries, ProbeAgreesWithWhatTheRuntimeReports) {
   const auto s = probe(with(kCudart, kNccl));
   EXPECT_TRUE(s.facts.cuda_error.empty()) << s.facts.cuda_error;
   EXPECT_TRUE(s.facts.nccl_error.empty()) << s.facts.nccl_error;
-  const bool has_gpu = s.facts.driver_version >= s.facts.runtime_version && s.facts.device_count > 0;
+  const bool has_gpu =
+      s.facts.driver_version >= s.facts.runtime_version && s.facts.device_count > 0;
   EXPECT_EQ(s.available, has_gpu) << s.reason;
   if (s.facts.driver_version == 0) {  // this CI machine: no driver, no GPU
     EXPECT_NE(s.reason.find("no NVIDIA driver"), std::string::npos) << s.reason;

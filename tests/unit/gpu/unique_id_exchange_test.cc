@@ -46,9 +46,7 @@ std::vector<std::exception_ptr> run_ranks(int size, const std::function<void(int
     threads.emplace_back([&, r] {
       try {
         fn(r);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
+      } catch (...) { errors[r] = std::current_exception(); }
     });
   for (auto& t : threads) t.join();
   return errors;
@@ -57,9 +55,7 @@ std::vector<std::exception_ptr> run_ranks(int size, const std::function<void(int
 std::string message_of(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  }
+  } catch (const std::exception& ex) { return ex.what(); }
   return "";
 }
 

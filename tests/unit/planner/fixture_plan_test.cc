@@ -15,7 +15,8 @@ Topology load(const std::string& name) {
   return LoadedTopology::from_xml(std::string(TANDEM_FIXTURES) + "/" + name + ".xml").model();
 }
 
-NodePlan plan(const std::string& name, int tasks, std::optional<std::vector<int>> gpus = std::nullopt,
+NodePlan plan(const std::string& name, int tasks,
+              std::optional<std::vector<int>> gpus = std::nullopt,
               std::optional<CpuSet> cpus = std::nullopt) {
   PlanRequest r;
   r.local_tasks = tasks;
@@ -25,7 +26,8 @@ NodePlan plan(const std::string& name, int tasks, std::optional<std::vector<int>
 }
 
 std::string env(const TaskPlan& task, const std::string& name) {
-  for (const EnvVar& v : task.env) if (v.name == name) return v.value;
+  for (const EnvVar& v : task.env)
+    if (v.name == name) return v.value;
   return "<unset>";
 }
 
@@ -34,7 +36,8 @@ std::vector<std::string> rows(const NodePlan& p) {
   std::vector<std::string> out;
   for (const TaskPlan& t : p.tasks) {
     std::string gpus;
-    for (const TaskGpu& g : t.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.slurm_index);
+    for (const TaskGpu& g : t.gpus)
+      gpus += (gpus.empty() ? "" : ",") + std::to_string(g.slurm_index);
     out.push_back(gpus + " | " + t.cpus.to_string() + " | " + std::to_string(t.numa) + " | " +
                   (t.nic ? t.nic->name() : "-") + " | " + env(t, "CUDA_VISIBLE_DEVICES"));
   }
@@ -107,7 +110,8 @@ TEST(FixturePlan, Dgx8OneTaskPerGpuGetsItsSwitchsHca) {
   EXPECT_EQ(p.nccl_filter->name, "NCCL_IB_HCA");
   EXPECT_EQ(p.nccl_filter->value, "=mlx5_0,mlx5_1,mlx5_2,mlx5_3");
   for (const TaskPlan& t : p.tasks) {
-    EXPECT_EQ(env(t, "NCCL_IB_HCA"), "=mlx5_0,mlx5_1,mlx5_2,mlx5_3");  // node-wide, same in every task
+    EXPECT_EQ(env(t, "NCCL_IB_HCA"),
+              "=mlx5_0,mlx5_1,mlx5_2,mlx5_3");  // node-wide, same in every task
     EXPECT_EQ(env(t, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
     EXPECT_EQ(env(t, "TANDEM_NIC"), t.nic->name());
     EXPECT_EQ(t.gpu_source, Source::Planner);

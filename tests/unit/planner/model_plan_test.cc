@@ -25,16 +25,19 @@ Topology machine(int domains, int cores, int smt) {
     }
     t.numa.push_back(numa);
   }
-  for (const NumaDomain& d : t.numa) for (const CpuSet& c : d.cores) t.allowed = t.allowed.unite(c);
+  for (const NumaDomain& d : t.numa)
+    for (const CpuSet& c : d.cores) t.allowed = t.allowed.unite(c);
   return t;
 }
 
 PciLocation at(const std::string& bus, int numa, long sw = -1) { return {bus, numa, numa, sw}; }
 
-void add_gpu(Topology& t, const std::string& bus, int numa, long sw = -1) { t.gpus.push_back({at(bus, numa, sw), ""}); }
+void add_gpu(Topology& t, const std::string& bus, int numa, long sw = -1) {
+  t.gpus.push_back({at(bus, numa, sw), ""});
+}
 
-void add_nic(Topology& t, const std::string& bus, int numa, const std::string& rdma, const std::string& netdev,
-             long sw = -1) {
+void add_nic(Topology& t, const std::string& bus, int numa, const std::string& rdma,
+             const std::string& netdev, long sw = -1) {
   Nic n;
   n.pci = at(bus, numa, sw);
   n.rdma = rdma;
@@ -44,7 +47,8 @@ void add_nic(Topology& t, const std::string& bus, int numa, const std::string& r
 }
 
 std::string env(const TaskPlan& task, const std::string& name) {
-  for (const EnvVar& v : task.env) if (v.name == name) return v.value;
+  for (const EnvVar& v : task.env)
+    if (v.name == name) return v.value;
   return "<unset>";
 }
 
@@ -105,7 +109,7 @@ TEST(ModelPlan, RdmaBeatsCloserEthernetAndTiesAreTakenInTurn) {
   Topology t = machine(2, 4, 1);
   add_gpu(t, "0000:01:00.0", 0, 7);
   add_gpu(t, "0000:02:00.0", 0, 8);
-  add_nic(t, "0000:03:00.0", 0, "", "eth0", 7);   // same switch as GPU 0, but Ethernet
+  add_nic(t, "0000:03:00.0", 0, "", "eth0", 7);  // same switch as GPU 0, but Ethernet
   add_nic(t, "0000:81:00.0", 1, "mlx5_0", "ib0");
   add_nic(t, "0000:82:00.0", 1, "mlx5_1", "ib1");
   PlanRequest r;

@@ -64,7 +64,8 @@ TEST(SharedTopology, TaskInACpusetCgroupSeesOnlyItsCpus) {
   if (::geteuid() != 0 || ::access((root + "/cpuset.cpus").c_str(), R_OK) != 0 || all.size() < 2)
     GTEST_SKIP() << "needs root, a cgroup v1 cpuset hierarchy at " << root << " and 2 CPUs";
   const std::string dir = root + "/tandem-topology-test-" + std::to_string(::getpid());
-  if (::mkdir(dir.c_str(), 0755) != 0) GTEST_SKIP() << "cannot create " << dir << ": " << std::strerror(errno);
+  if (::mkdir(dir.c_str(), 0755) != 0)
+    GTEST_SKIP() << "cannot create " << dir << ": " << std::strerror(errno);
   const int cpu = all.cpus().back();
   const bool set = write_file(dir + "/cpuset.cpus", std::to_string(cpu)) &&
                    write_file(dir + "/cpuset.mems", read_file(root + "/cpuset.mems"));
@@ -75,12 +76,11 @@ TEST(SharedTopology, TaskInACpusetCgroupSeesOnlyItsCpus) {
     ::close(pipe_fds[0]);
     std::string report;
     try {
-      if (!write_file(dir + "/tasks", std::to_string(::getpid()))) throw std::runtime_error("cannot join the cgroup");
+      if (!write_file(dir + "/tasks", std::to_string(::getpid())))
+        throw std::runtime_error("cannot join the cgroup");
       report = node.for_this_process().model().allowed.to_string() + " " +
                LoadedTopology::live().model().allowed.to_string();
-    } catch (const std::exception& e) {
-      report = std::string("error: ") + e.what();
-    }
+    } catch (const std::exception& e) { report = std::string("error: ") + e.what(); }
     (void)!::write(pipe_fds[1], report.data(), report.size());
     ::_exit(0);
   }
@@ -93,8 +93,10 @@ TEST(SharedTopology, TaskInACpusetCgroupSeesOnlyItsCpus) {
   ASSERT_TRUE(set) << "could not configure " << dir;
   ASSERT_GT(n, 0);
   const std::string want = std::to_string(cpu);
-  EXPECT_EQ(std::string(buf), want + " " + want) << "node copy cut to the task's cgroup, then a live load in it";
-  EXPECT_EQ(node.model().allowed.to_string(), all.to_string()) << "the node's copy allows every CPU";
+  EXPECT_EQ(std::string(buf), want + " " + want)
+      << "node copy cut to the task's cgroup, then a live load in it";
+  EXPECT_EQ(node.model().allowed.to_string(), all.to_string())
+      << "the node's copy allows every CPU";
 }
 
 }  // namespace

@@ -33,7 +33,11 @@ class Binding : public ::testing::Test {
   void TearDown() override { sched_setaffinity(0, sizeof saved_, &saved_); }
   static bool have_cpu(int cpu) { return cpu < CPU_SETSIZE && CPU_ISSET(cpu, &online()); }
   static const cpu_set_t& online() {
-    static cpu_set_t set = [] { cpu_set_t s; sched_getaffinity(0, sizeof s, &s); return s; }();
+    static cpu_set_t set = [] {
+      cpu_set_t s;
+      sched_getaffinity(0, sizeof s, &s);
+      return s;
+    }();
     return set;
   }
   cpu_set_t saved_;
@@ -46,7 +50,8 @@ TEST_F(Binding, PlansBindsAndExportsForOneTaskOfFour) {
   env.vars["CUDA_VISIBLE_DEVICES"] = "0,1,2,3";
   env.vars["NCCL_IB_HCA"] = "=mlx5_7";  // the user's own choice wins
   BindingResult r = bind_task(tiny4(), task(2, 4), env);
-  EXPECT_EQ(r.summary, "binding: gpu=2(0000:42:00.0)[planner] cpus=1[planner] numa=1 nic=mlx5_1[planner]");
+  EXPECT_EQ(r.summary,
+            "binding: gpu=2(0000:42:00.0)[planner] cpus=1[planner] numa=1 nic=mlx5_1[planner]");
   EXPECT_EQ(env.vars["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
   EXPECT_EQ(env.vars["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   EXPECT_EQ(env.vars["TANDEM_NIC"], "mlx5_1");

@@ -11,9 +11,7 @@ namespace {
 std::string error_of(const std::vector<std::string>& args) {
   try {
     parse_config(args);
-  } catch (const PluginError& e) {
-    return e.what();
-  }
+  } catch (const PluginError& e) { return e.what(); }
   return "no error";
 }
 

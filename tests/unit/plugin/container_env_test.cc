@@ -46,14 +46,16 @@ TEST(ContainerEnv, RendezvousOnlyWithTheStepsToken) {
   MapTaskEnv env;
   env.vars["TANDEM_RENDEZVOUS_TOKEN"] = "0123456789abcdef";
   export_container_env(config(), identity(), "10.0.0.1", 7, 2, env);
-  EXPECT_EQ(env.vars.at("TANDEM_RENDEZVOUS_ADDR"), "10.0.0.1:" + std::to_string(12288 + 7 * 16 + 2));
+  EXPECT_EQ(env.vars.at("TANDEM_RENDEZVOUS_ADDR"),
+            "10.0.0.1:" + std::to_string(12288 + 7 * 16 + 2));
   EXPECT_EQ(env.vars.at("TANDEM_RANK"), "3");
   EXPECT_EQ(env.vars.at("TANDEM_SIZE"), "6");
 
   MapTaskEnv v6;
   v6.vars["TANDEM_RENDEZVOUS_TOKEN"] = "0123456789abcdef";
   export_container_env(config(), identity(), "fd00::1", 7, 2, v6);
-  EXPECT_EQ(v6.vars.at("TANDEM_RENDEZVOUS_ADDR"), "[fd00::1]:" + std::to_string(12288 + 7 * 16 + 2));
+  EXPECT_EQ(v6.vars.at("TANDEM_RENDEZVOUS_ADDR"),
+            "[fd00::1]:" + std::to_string(12288 + 7 * 16 + 2));
 }
 
 TEST(ContainerEnv, StorePortsStayBelowTorchsAndDifferBetweenNearbySteps) {

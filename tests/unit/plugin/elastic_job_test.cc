@@ -22,8 +22,9 @@ TEST(ElasticJob, AnAddressRoundTrips) {
 }
 
 TEST(ElasticJob, AnythingElseIsNoAddress) {
-  for (const char* bad : {"", "host", "host 1", "host 0 tok-0123456789", "host 70000 tok-0123456789",
-                          "host x tok-0123456789", "host 12 short", "host 12 tok-0123456789 extra"})
+  for (const char* bad :
+       {"", "host", "host 1", "host 0 tok-0123456789", "host 70000 tok-0123456789",
+        "host x tok-0123456789", "host 12 short", "host 12 tok-0123456789 extra"})
     EXPECT_FALSE(parse_service_address(bad)) << bad;
 }
 

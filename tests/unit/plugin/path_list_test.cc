@@ -24,9 +24,7 @@ TEST(PathList, SplitsOnEverySeparatorGiven) {
   EXPECT_EQ(prepend_unique("/p", "/a b:/c"), "/p:/a b:/c");  // PYTHONPATH: ':' only
 }
 
-TEST(PathList, DropsEmptyEntries) {
-  EXPECT_EQ(prepend_unique("/p", "::/a::"), "/p:/a");
-}
+TEST(PathList, DropsEmptyEntries) { EXPECT_EQ(prepend_unique("/p", "::/a::"), "/p:/a"); }
 
 }  // namespace
 }  // namespace tandem::plugin

@@ -53,7 +53,8 @@ TEST(SrunArgs, ReadsKillOnBadExitInItsForms) {
 TEST(SrunArgs, KillOnBadExitOnlyForHorovodStepsTheUserSaidNothingAbout) {
   EXPECT_TRUE(needs_kill_on_bad_exit(true, scan({"--horovod", "true"}), nullptr));
   EXPECT_FALSE(needs_kill_on_bad_exit(false, scan({"true"}), nullptr));
-  EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"--kill-on-bad-exit=0", "--horovod", "true"}), nullptr));
+  EXPECT_FALSE(
+      needs_kill_on_bad_exit(true, scan({"--kill-on-bad-exit=0", "--horovod", "true"}), nullptr));
   EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"-K0", "--horovod", "true"}), nullptr));
   EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"-K", "--horovod", "true"}), nullptr));
   EXPECT_FALSE(needs_kill_on_bad_exit(true, scan({"--horovod", "true"}), "0"));

@@ -14,9 +14,7 @@ Config config() {
   return c;
 }
 
-TaskIdentity identity() {
-  return compute_identity({6, 1, 3, {2, 2, 2}}, 3, 1, "node2");
-}
+TaskIdentity identity() { return compute_identity({6, 1, 3, {2, 2, 2}}, 3, 1, "node2"); }
 
 TEST(TaskSetup, ExportsHorovodIdentityAndTandemDetails) {
   MapTaskEnv env;

@@ -61,7 +61,8 @@ TEST(TorchEnv, Rank0NodeFromPmixMapping) {
   EXPECT_EQ(rank0_node("(vector,(0,2,2))"), 0u);
   EXPECT_EQ(rank0_node("(vector,(1,1,1),(0,1,2))"), 1u);  // -m arbitrary, rank 0 on node 1
   EXPECT_EQ(rank0_node("(vector,(12,3,4))"), 12u);
-  for (const char* bad : {"", "(vector,", "(vector,()", "(vector,(x,1,1))", "(vector,(1", "vector,(0,1,1)"}) {
+  for (const char* bad :
+       {"", "(vector,", "(vector,()", "(vector,(x,1,1))", "(vector,(1", "vector,(0,1,1)"}) {
     EXPECT_THROW(rank0_node(bad), PluginError) << bad;
   }
 }
@@ -83,8 +84,8 @@ TEST(TorchEnv, NthHostExpandsSlurmHostLists) {
 }
 
 TEST(TorchEnv, NthHostRefusesBadListsAndShortOnes) {
-  for (const char* bad : {"", "node[1-2", "node1-2]", "node[]", "node[a-b]", "node[3-1]",
-                          "a,,b", "a,", "n[[1]]", "n[1--2]"}) {
+  for (const char* bad : {"", "node[1-2", "node1-2]", "node[]", "node[a-b]", "node[3-1]", "a,,b",
+                          "a,", "n[[1]]", "n[1--2]"}) {
     EXPECT_THROW(nth_host(bad, 0), PluginError) << bad;
   }
   EXPECT_THROW(nth_host("node[1-2]", 2), PluginError);
@@ -137,8 +138,8 @@ TEST(TorchEnv, ExportsEveryVariable) {
 
 TEST(TorchEnv, UserValuesWinPerVariable) {
   const std::tuple<const char*, const char*> user[] = {
-      {"MASTER_ADDR", "head"}, {"MASTER_PORT", "29500"},      {"RANK", "7"},
-      {"WORLD_SIZE", "8"},     {"LOCAL_RANK", "5"},           {"LOCAL_WORLD_SIZE", "4"},
+      {"MASTER_ADDR", "head"},      {"MASTER_PORT", "29500"}, {"RANK", "7"},
+      {"WORLD_SIZE", "8"},          {"LOCAL_RANK", "5"},      {"LOCAL_WORLD_SIZE", "4"},
       {"GLOO_SOCKET_IFNAME", "ib0"}};
   for (const auto& [name, value] : user) {
     MapTaskEnv env;

@@ -17,8 +17,8 @@ namespace {
 class RuntimeApi : public ::testing::Test {
  protected:
   void SetUp() override {
-    api::install_runtime(std::make_unique<Runtime>(0, 1, cluster_.factory(0),
-                                                   Cluster::test_settings()));
+    api::install_runtime(
+        std::make_unique<Runtime>(0, 1, cluster_.factory(0), Cluster::test_settings()));
   }
   void TearDown() override { api::uninstall_runtime(); }
   ThreadCluster cluster_{1};
@@ -78,7 +78,8 @@ TEST_F(RuntimeApi, DuplicateNameAndCallbackAndCounters) {
   static std::atomic<int> called{0};
   ASSERT_EQ(tandem_enqueue_allreduce(&t, TANDEM_SUM, 1, 1, 0, &h), TANDEM_SUCCESS);
   ASSERT_EQ(tandem_handle_set_callback(
-                h, [](tandem_handle_t, int result, void* user) {
+                h,
+                [](tandem_handle_t, int result, void* user) {
                   if (result == TANDEM_SUCCESS) static_cast<std::atomic<int>*>(user)->fetch_add(1);
                 },
                 &called),

@@ -50,8 +50,8 @@ class FailingFactory : public DataPathFactory {
 };
 
 struct Outcome {
-  tandem_result_t handle;      // the allreduce that met the failure
-  tandem_result_t later;       // the next enqueue
+  tandem_result_t handle;  // the allreduce that met the failure
+  tandem_result_t later;   // the next enqueue
   std::string later_message;
 };
 

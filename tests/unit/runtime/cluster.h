@@ -19,11 +19,11 @@ struct Cluster {
   // stderr, which keeps test output clean.
   explicit Cluster(int n, Settings s = test_settings()) : threads(n) {
     for (int r = 0; r < n; ++r)
-      ranks.push_back(std::make_unique<Runtime>(
-          r, n, threads.factory(r), s, [this](log::Level level, const std::string& m) {
-            std::lock_guard<std::mutex> lock(log_mu);
-            if (level <= log::Level::kWarn) log.push_back(m);
-          }));
+      ranks.push_back(std::make_unique<Runtime>(r, n, threads.factory(r), s,
+                                                [this](log::Level level, const std::string& m) {
+                                                  std::lock_guard<std::mutex> lock(log_mu);
+                                                  if (level <= log::Level::kWarn) log.push_back(m);
+                                                }));
   }
   static Settings test_settings() {
     Settings s;

@@ -31,7 +31,9 @@ CommunicatorOptions options() {
 // over its own job bootstrap + Communicator as tandem_init builds them.
 struct RealCluster {
   RealCluster(int n, std::vector<int> layout, Settings s = Cluster::test_settings())
-      : world(std::make_shared<MemoryWorld>(n, layout)), net(make_memory_network()), jobs(n),
+      : world(std::make_shared<MemoryWorld>(n, layout)),
+        net(make_memory_network()),
+        jobs(n),
         ranks(n) {
     std::vector<std::thread> t;
     std::vector<std::string> errors(n);
@@ -45,9 +47,7 @@ struct RealCluster {
           auto f = std::make_unique<CommunicatorDataPathFactory>(*jobs[r], connect, options(),
                                                                  s.fusion_threshold_bytes);
           ranks[r] = std::make_unique<Runtime>(r, n, std::move(f), s);
-        } catch (const std::exception& e) {
-          errors[r] = e.what();
-        }
+        } catch (const std::exception& e) { errors[r] = e.what(); }
       });
     for (auto& x : t) x.join();
     for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
@@ -176,8 +176,8 @@ TEST_P(WithProcessSets, ProcessSetsAndEveryCollective) {
     for (int step = 0; step < 3; ++step) {
       double gin = r + 1, gout = 0, sin = r + 1, sout = 0;
       std::shared_ptr<HandleState> hs;
-      if (in_set) hs = rt.enqueue({tensor("s", &sin, &sout, {}, TANDEM_FLOAT64)},
-                                  allreduce(TANDEM_SUM, set));
+      if (in_set)
+        hs = rt.enqueue({tensor("s", &sin, &sout, {}, TANDEM_FLOAT64)}, allreduce(TANDEM_SUM, set));
       auto hg = rt.enqueue({tensor("g", &gin, &gout, {}, TANDEM_FLOAT64)}, allreduce());
       ASSERT_EQ(wait(hg), TANDEM_SUCCESS) << hg->error();
       EXPECT_EQ(gout, n * (n + 1) / 2.0);
@@ -207,8 +207,8 @@ TEST_P(WithProcessSets, ProcessSetsAndEveryCollective) {
       aa.splits.push_back(k + r);
       for (int i = 0; i < k + r; ++i) a.push_back(static_cast<float>(r * 100 + k));
     }
-    auto ha = rt.enqueue({tensor("a2a", a.data(), nullptr, {static_cast<int64_t>(a.size()), 1})},
-                         aa);
+    auto ha =
+        rt.enqueue({tensor("a2a", a.data(), nullptr, {static_cast<int64_t>(a.size()), 1})}, aa);
     // reducescatter with scales: (2 * sum of (k+1)) * 0.25
     std::vector<double> rs(static_cast<size_t>(2 * (n + 1)), r + 1.0);
     OpArgs ra;
@@ -287,9 +287,7 @@ TEST(FusionBuffer, SharedUpToTheArenaThenHeap) {
             if (buf[i] != static_cast<float>(1 + 2 * (i % 5)))
               throw Error("wrong sum at " + std::to_string(i) + " of " + std::to_string(bytes));
         }
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
+      } catch (const std::exception& e) { errors[r] = e.what(); }
     });
   for (auto& x : t) x.join();
   EXPECT_EQ(errors[0], "");

@@ -38,9 +38,11 @@ TEST(DeadlockVerdict, TwoRanksInDifferentCollectives) {
   auto v = find_deadlock({{wait_in(0, OpType::kBarrier, "tandem:barrier", {1})},
                           {wait_in(0, OpType::kAllgather, "x", {0})}});
   EXPECT_EQ(v.ranks, (std::vector<int>{0, 1}));
-  EXPECT_TRUE(contains(v.message, "rank 0 waits in barrier (process set 0), not yet started by rank 1"))
+  EXPECT_TRUE(
+      contains(v.message, "rank 0 waits in barrier (process set 0), not yet started by rank 1"))
       << v.message;
-  EXPECT_TRUE(contains(v.message, "rank 1 waits in allgather 'x' (process set 0), not yet started by rank 0"))
+  EXPECT_TRUE(contains(v.message,
+                       "rank 1 waits in allgather 'x' (process set 0), not yet started by rank 0"))
       << v.message;
 }
 
@@ -58,9 +60,8 @@ TEST(DeadlockVerdict, ARankThatIsNotBlockedCanStillUnblockTheOthers) {
 }
 
 TEST(DeadlockVerdict, ACycleIsADeadlockWhateverTheFreeRanksDo) {
-  auto v = find_deadlock({{wait_in(1, OpType::kAllreduce, "a", {1})},
-                          {wait_in(1, OpType::kAllreduce, "b", {0})},
-                          {}});
+  auto v = find_deadlock(
+      {{wait_in(1, OpType::kAllreduce, "a", {1})}, {wait_in(1, OpType::kAllreduce, "b", {0})}, {}});
   EXPECT_EQ(v.ranks, (std::vector<int>{0, 1}));
   EXPECT_TRUE(contains(v.message, "(process set 1)")) << v.message;
   // Waiting for a deadlocked rank is being deadlocked.
@@ -166,12 +167,11 @@ TEST(Deadlock, RanksInDifferentCollectivesFailAtOnceOnEveryRank) {
     float v = 1;
     try {
       rt.enqueue({scalar("after", &v)}, allreduce());
-    } catch (const AbortedError& e) {
-      later[r] = e.what();
-    }
+    } catch (const AbortedError& e) { later[r] = e.what(); }
   });
-  expect_deadlock_everywhere(out, {"rank 0 waits in barrier (process set 0), not yet started by rank 1",
-                                   "rank 1 waits in allgather 'x' (process set 0), not yet started by rank 0"});
+  expect_deadlock_everywhere(
+      out, {"rank 0 waits in barrier (process set 0), not yet started by rank 1",
+            "rank 1 waits in allgather 'x' (process set 0), not yet started by rank 0"});
   EXPECT_EQ(later[0], out[0].error);
   EXPECT_EQ(later[1], out[1].error);
 }
@@ -186,8 +186,10 @@ TEST(Deadlock, NamesThatDriftedApartOnThreeRanks) {
     out[r].code = blocked_wait(rt, h);
     out[r].error = h->error();
   });
-  expect_deadlock_everywhere(out, {"rank 0 waits in allreduce 'allreduce.7'", "rank 1 waits in allreduce 'allreduce.7'",
-                                   "rank 2 waits in allreduce 'allreduce.8' (process set 0), not yet started by ranks 0,1"});
+  expect_deadlock_everywhere(
+      out,
+      {"rank 0 waits in allreduce 'allreduce.7'", "rank 1 waits in allreduce 'allreduce.7'",
+       "rank 2 waits in allreduce 'allreduce.8' (process set 0), not yet started by ranks 0,1"});
 }
 
 TEST(Deadlock, DriftInASteadyStateStepAnnouncedThroughTheCache) {
@@ -209,8 +211,9 @@ TEST(Deadlock, DriftInASteadyStateStepAnnouncedThroughTheCache) {
     out[r].error = h->error();
   });
   EXPECT_GT(c.ranks[0]->counters().get(Counter::kCacheHits), 0u);
-  expect_deadlock_everywhere(out, {"rank 0 waits in allreduce 'a' (process set 0), not yet started by rank 1",
-                                   "rank 1 waits in allreduce 'b' (process set 0), not yet started by rank 0"});
+  expect_deadlock_everywhere(
+      out, {"rank 0 waits in allreduce 'a' (process set 0), not yet started by rank 1",
+            "rank 1 waits in allreduce 'b' (process set 0), not yet started by rank 0"});
 }
 
 TEST(Deadlock, ASlowRankIsNotADeadlockOnlyAStall) {
@@ -232,7 +235,8 @@ TEST(Deadlock, ASlowRankIsNotADeadlockOnlyAStall) {
     EXPECT_EQ(v[r], 6.0f);
   }
   bool warned = false;
-  for (const auto& line : c.logs()) warned = warned || contains(line, "'grad' was enqueued by rank(s) 1,2");
+  for (const auto& line : c.logs())
+    warned = warned || contains(line, "'grad' was enqueued by rank(s) 1,2");
   EXPECT_TRUE(warned) << "the stall warning still applies";
 }
 
@@ -314,8 +318,9 @@ TEST(Deadlock, ProcessSets) {
       out[r].code = blocked_wait(rt, h);
       out[r].error = h->error();
     });
-    expect_deadlock_everywhere(out, {"rank 0 waits in allreduce 'a' (process set 1), not yet started by rank 1",
-                                     "rank 2 waits in allreduce 'g' (process set 0), not yet started by rank 0"});
+    expect_deadlock_everywhere(
+        out, {"rank 0 waits in allreduce 'a' (process set 1), not yet started by rank 1",
+              "rank 2 waits in allreduce 'g' (process set 0), not yet started by rank 0"});
   }
   // (b) The set's two ranks wait in different ops of the set while rank 2,
   // outside it, is busy: a deadlock of the set. Rank 2's next call fails.
@@ -407,8 +412,9 @@ TEST(Deadlock, Join) {
       out[r].code = blocked_wait(rt, h);
       out[r].error = h->error();
     });
-    expect_deadlock_everywhere(out, {"rank 1 waits in allreduce 'a' (process set 1), not yet started by rank 2",
-                                     "rank 2 waits in allreduce 'g' (process set 0), not yet started by rank 1"});
+    expect_deadlock_everywhere(
+        out, {"rank 1 waits in allreduce 'a' (process set 1), not yet started by rank 2",
+              "rank 2 waits in allreduce 'g' (process set 0), not yet started by rank 1"});
     // Rank 0 is named once it blocks in its join; the verdict may come
     // before that (its join already counts as started, so ranks 1 and 2 are
     // deadlocked either way): seen on a loaded machine.

@@ -214,7 +214,8 @@ struct GpuCluster {
       me.size = n;
       me.local_rank = r;
       me.local_size = n;
-      auto device = std::make_unique<GpuDataPath>(me, [make_backend, r] { return make_backend(r); });
+      auto device =
+          std::make_unique<GpuDataPath>(me, [make_backend, r] { return make_backend(r); });
       ranks.push_back(std::make_unique<Runtime>(r, n, threads.factory(r), settings(), nullptr,
                                                 std::move(device)));
     }
@@ -355,8 +356,9 @@ TEST(GpuRouting, FusedAllreduceAndEveryCollectiveReachTheBackendWithRightValues)
     for (int t = 0; t < 3; ++t) {
       in[t].assign(size_t(t + 2), float(r + 1) * float(t + 1));
       out[t].assign(in[t].size(), -1);
-      ts.push_back(on_gpu(tensor("ar" + std::to_string(t), in[t].data(), out[t].data(),
-                                 {int64_t(in[t].size())}), 0, stream));
+      ts.push_back(on_gpu(
+          tensor("ar" + std::to_string(t), in[t].data(), out[t].data(), {int64_t(in[t].size())}), 0,
+          stream));
     }
     OpArgs avg = allreduce(TANDEM_AVERAGE);
     if (wait(rt.enqueue(ts, avg)) != TANDEM_SUCCESS) ++wrong;
@@ -403,7 +405,8 @@ TEST(GpuRouting, FusedAllreduceAndEveryCollectiveReachTheBackendWithRightValues)
       o->device->copy(host.data(), o->device->memory.get(), host.size() * 4);
       const size_t from = size_t(r * (r + 1) / 2);  // rows before mine in each sender
       for (int k = 0; k < n; ++k)
-        for (int j = 0; j <= r; ++j) wrong += host[size_t(k * (r + 1) + j)] != float(k * 10) + float(from + size_t(j));
+        for (int j = 0; j <= r; ++j)
+          wrong += host[size_t(k * (r + 1) + j)] != float(k * 10) + float(from + size_t(j));
     }
 
     // Uneven reducescatter: 4 rows over 3 ranks -> 2,1,1.
@@ -544,8 +547,7 @@ TEST(GpuRouting, JoinedRankMakesDeviceAllreduceUnsupportedEverywhere) {
   float x = 1, y = 0;
   auto h = c.ranks[0]->enqueue({on_gpu(tensor("late", &x, &y, {}))}, allreduce());
   EXPECT_EQ(wait(h), TANDEM_ERR_UNSUPPORTED);
-  EXPECT_NE(h->error().find("join works with host tensors only"), std::string::npos)
-      << h->error();
+  EXPECT_NE(h->error().find("join works with host tensors only"), std::string::npos) << h->error();
   auto j0 = c.ranks[0]->join();
   EXPECT_EQ(wait(j0), TANDEM_SUCCESS);
   EXPECT_EQ(wait(joined), TANDEM_SUCCESS);

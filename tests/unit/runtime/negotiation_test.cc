@@ -62,14 +62,27 @@ struct MismatchCase {
 
 TEST(Negotiation, MismatchFailsEveryRankWithNamedErrorAndNextStepWorks) {
   std::vector<MismatchCase> cases = {
-      {"dtype", [](int r, TensorArg& t, OpArgs&) { if (r == 1) t.dtype = TANDEM_INT32; }},
-      {"shape", [](int r, TensorArg& t, OpArgs&) { if (r == 1) t.shape = {2, 2}; }},
-      {"reduce op", [](int r, TensorArg&, OpArgs& a) { if (r == 1) a.op = TANDEM_MAX; }},
-      {"root", [](int r, TensorArg&, OpArgs& a) {
+      {"dtype",
+       [](int r, TensorArg& t, OpArgs&) {
+         if (r == 1) t.dtype = TANDEM_INT32;
+       }},
+      {"shape",
+       [](int r, TensorArg& t, OpArgs&) {
+         if (r == 1) t.shape = {2, 2};
+       }},
+      {"reduce op",
+       [](int r, TensorArg&, OpArgs& a) {
+         if (r == 1) a.op = TANDEM_MAX;
+       }},
+      {"root",
+       [](int r, TensorArg&, OpArgs& a) {
          a.type = OpType::kBroadcast;
          a.root = r == 1 ? 1 : 0;
        }},
-      {"postscale", [](int r, TensorArg&, OpArgs& a) { if (r == 1) a.postscale = 0.5; }},
+      {"postscale",
+       [](int r, TensorArg&, OpArgs& a) {
+         if (r == 1) a.postscale = 0.5;
+       }},
   };
   Cluster c(3);
   for (const auto& mc : cases) {
@@ -200,9 +213,7 @@ TEST(Negotiation, StallShutdownFailsEveryRank) {
       auto x = c.ranks[1]->enqueue({tensor("after", in.data(), out.data(), {4})}, allreduce());
       EXPECT_EQ(wait(x), TANDEM_ERR_ABORTED);
       refused = true;
-    } catch (const AbortedError&) {
-      refused = true;
-    }
+    } catch (const AbortedError&) { refused = true; }
   }
   EXPECT_TRUE(refused);
 }
@@ -216,8 +227,8 @@ TEST(Negotiation, JoinWithUnevenStepsReturnsLastRank) {
     std::vector<float> in(6), out(6);
     for (int s = 0; s < steps[r]; ++s) {
       std::fill(in.begin(), in.end(), static_cast<float>(r + 1));
-      auto h = rt.enqueue({tensor("step" + std::to_string(s), in.data(), out.data(), {6})},
-                          allreduce());
+      auto h =
+          rt.enqueue({tensor("step" + std::to_string(s), in.data(), out.data(), {6})}, allreduce());
       ASSERT_EQ(wait(h), TANDEM_SUCCESS) << h->error();
       results[r].push_back(out[0]);
     }
@@ -327,8 +338,8 @@ TEST(Negotiation, LostWakeUpsAreCoveredByTheFallbackRound) {
   ThreadCluster threads(3);
   std::vector<std::unique_ptr<Runtime>> ranks;
   for (int r = 0; r < 3; ++r)
-    ranks.push_back(std::make_unique<Runtime>(r, 3, std::make_unique<LostWakeUpsFactory>(threads, r),
-                                              Cluster::test_settings()));
+    ranks.push_back(std::make_unique<Runtime>(
+        r, 3, std::make_unique<LostWakeUpsFactory>(threads, r), Cluster::test_settings()));
   std::vector<std::thread> t;
   std::atomic<int> wrong{0};
   for (int r = 0; r < 3; ++r)
@@ -360,9 +371,7 @@ TEST(Negotiation, ProcessSetAddMismatchIsAnError) {
     try {
       rt.add_process_set(r == 0 ? std::vector<int>{0} : std::vector<int>{1});
     } catch (const InvalidArgument&) {
-    } catch (const Error& e) {
-      errors[r] = e.what();
-    }
+    } catch (const Error& e) { errors[r] = e.what(); }
   });
   EXPECT_NE(errors[0].find("process set ranks"), std::string::npos) << errors[0];
   EXPECT_EQ(errors[0], errors[1]);
@@ -377,9 +386,8 @@ TEST(Cache, LaterStepsAgreeThroughBitsAndInvalidationRenegotiates) {
       for (int t = 0; t < 10; ++t) {
         in[t].assign(static_cast<size_t>(len), static_cast<float>(r));
         out[t].assign(static_cast<size_t>(len), 0);
-        h.push_back(rt.enqueue({tensor("w" + std::to_string(t), in[t].data(), out[t].data(),
-                                       {len})},
-                               allreduce()));
+        h.push_back(rt.enqueue(
+            {tensor("w" + std::to_string(t), in[t].data(), out[t].data(), {len})}, allreduce()));
       }
       for (int t = 0; t < 10; ++t) {
         ASSERT_EQ(wait(h[t]), TANDEM_SUCCESS) << tag << " " << h[t]->error();
@@ -440,7 +448,8 @@ TEST(Cache, SmallCapacityEvictsAndStaysConsistent) {
       std::vector<float> in(7, 1.0f), out(7, 0);
       std::vector<std::shared_ptr<HandleState>> h;
       for (int t : order)
-        h.push_back(rt.enqueue({tensor("e" + std::to_string(t), &in[t], &out[t], {})}, allreduce()));
+        h.push_back(
+            rt.enqueue({tensor("e" + std::to_string(t), &in[t], &out[t], {})}, allreduce()));
       for (auto& x : h) ASSERT_EQ(wait(x), TANDEM_SUCCESS) << x->error();
       for (float v : out) EXPECT_EQ(v, 2.0f);
     });
@@ -452,7 +461,8 @@ TEST(Fusion, GroupedAllreduceSplitsAtTheThreshold) {
   s.fusion_threshold_bytes = 3 * 1024;  // three 1 KiB tensors per batch
   Cluster c(2, s);
   c.each([&](int r, Runtime& rt) {
-    std::vector<std::vector<float>> in(10, std::vector<float>(256)), out(10, std::vector<float>(256));
+    std::vector<std::vector<float>> in(10, std::vector<float>(256)),
+        out(10, std::vector<float>(256));
     std::vector<TensorArg> group;
     for (int t = 0; t < 10; ++t) {
       std::fill(in[t].begin(), in[t].end(), static_cast<float>(t + r));
@@ -491,8 +501,8 @@ TEST(Fusion, TheFirstHandleOfABatchIsAnnouncedLast) {
       std::vector<float> in(kTensors * kLen, float(r + 1)), out(kTensors * kLen, 0);
       std::vector<TensorArg> ts;
       for (int t = 0; t < kTensors; ++t)
-        ts.push_back(tensor("b" + std::to_string(round) + "." + std::to_string(t),
-                            &in[t * kLen], &out[t * kLen], {kLen}));
+        ts.push_back(tensor("b" + std::to_string(round) + "." + std::to_string(t), &in[t * kLen],
+                            &out[t * kLen], {kLen}));
       if (r == 1) {
         const uint64_t announced = uint64_t(kTensors) * uint64_t(round + 1);
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -544,8 +554,8 @@ TEST(Collectives, BroadcastAllgatherAlltoallReducescatterBarrier) {
       aa.splits.push_back(k + r);
       for (int i = 0; i < k + r; ++i) a.push_back(static_cast<float>(r * 100 + k));
     }
-    auto ha = rt.enqueue({tensor("a2a", a.data(), nullptr, {static_cast<int64_t>(a.size()), 1})},
-                         aa);
+    auto ha =
+        rt.enqueue({tensor("a2a", a.data(), nullptr, {static_cast<int64_t>(a.size()), 1})}, aa);
     // reducescatter of 7 rows: 3, 2, 2
     std::vector<double> rs(7 * 2, r + 1.0);
     OpArgs ra;
@@ -635,9 +645,7 @@ TEST(Failure, LostPeerFailsEveryPendingHandleAndLaterCalls) {
   ASSERT_TRUE(a);
   EXPECT_EQ(wait(a), TANDEM_ERR_PEER_LOST);
   EXPECT_NE(a->error().find("rank 1"), std::string::npos);
-  if (b) {
-    EXPECT_EQ(wait(b), TANDEM_ERR_PEER_LOST);
-  }
+  if (b) { EXPECT_EQ(wait(b), TANDEM_ERR_PEER_LOST); }
   EXPECT_THROW(rt.enqueue({tensor("c", &x, &y, {})}, allreduce()), PeerLostError);
   EXPECT_THROW(rt.join(), PeerLostError);
 }

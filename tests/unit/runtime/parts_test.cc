@@ -69,7 +69,7 @@ TEST(ResponseCache, HitStaleMissAndLruEviction) {
   EXPECT_EQ(c.lookup(req("a", 5), 1).state, ResponseCache::State::kStale);
   EXPECT_EQ(c.lookup(req("z", 4), 1).state, ResponseCache::State::kMiss);
   size_t bit_a = c.lookup(req("a", 4), 0).bit;
-  c.touch(bit_a);              // b is now least recently used
+  c.touch(bit_a);  // b is now least recently used
   c.put(all({req("c", 4), req("c", 4)}));
   EXPECT_EQ(c.lookup(req("b", 4), 0).state, ResponseCache::State::kMiss);
   EXPECT_EQ(c.lookup(req("a", 4), 0).state, ResponseCache::State::kHit);
@@ -101,7 +101,7 @@ TEST(BitRound, CarriesTheOrOfReadyAndOfMissingAndWhetherMessagesFollow) {
   EXPECT_TRUE(test_bit(r.ready_somewhere, 0));
   EXPECT_FALSE(test_bit(r.missing_somewhere, 0));  // ready everywhere
   EXPECT_TRUE(test_bit(r.ready_somewhere, 2));
-  EXPECT_TRUE(test_bit(r.missing_somewhere, 2));   // ready on rank 0 only
+  EXPECT_TRUE(test_bit(r.missing_somewhere, 2));  // ready on rank 0 only
   EXPECT_TRUE(test_bit(r.ready_somewhere, 70));
   EXPECT_FALSE(test_bit(r.ready_somewhere, 1));
   // Anything beyond cache bits makes it a round of messages.
@@ -109,10 +109,10 @@ TEST(BitRound, CarriesTheOrOfReadyAndOfMissingAndWhetherMessagesFollow) {
   EXPECT_TRUE(full_round_needed(m[1]));
   each[1] = encode_bit_round(m[1], 71, full_round_needed(m[1]));
   EXPECT_TRUE(decode_bit_round(reduce_max(each), 71).full);
-  for (auto tweak : {+[](CycleMessage& x) { x.joined = true; },
-                     +[](CycleMessage& x) { x.shutdown = true; },
-                     +[](CycleMessage& x) { set_bit(x.invalid_bits, 4); },
-                     +[](CycleMessage& x) { x.waits.push_back(Wait{}); }}) {
+  for (auto tweak :
+       {+[](CycleMessage& x) { x.joined = true; }, +[](CycleMessage& x) { x.shutdown = true; },
+        +[](CycleMessage& x) { set_bit(x.invalid_bits, 4); },
+        +[](CycleMessage& x) { x.waits.push_back(Wait{}); }}) {
     CycleMessage x;
     EXPECT_FALSE(full_round_needed(x));
     tweak(x);
@@ -137,7 +137,8 @@ TEST(BitRound, DecidesLikeTheMessagesAndLeavesPartlyReadyEntriesUnnamed) {
   // Next step: "a", "c" ready everywhere, "d" on ranks 0 and 2 only.
   std::vector<CycleMessage> step(n);
   for (int r = 0; r < n; ++r) {
-    for (const char* name : {"a", "c"}) set_bit(step[r].cache_bits, by_bits.cache().lookup(req(name, 4), r).bit);
+    for (const char* name : {"a", "c"})
+      set_bit(step[r].cache_bits, by_bits.cache().lookup(req(name, 4), r).bit);
     if (r != 1) set_bit(step[r].cache_bits, by_bits.cache().lookup(req("d", 4), r).bit);
   }
   const auto want = by_messages.decide(step, t0);
@@ -158,8 +159,10 @@ TEST(BitRound, DecidesLikeTheMessagesAndLeavesPartlyReadyEntriesUnnamed) {
   EXPECT_EQ(by_messages.pending().size(), 1u);
   EXPECT_FALSE(by_bits.missing_bit(d).has_value());
   EXPECT_TRUE(by_bits.pending().empty());
-  EXPECT_FALSE(by_bits.wants_details(t0 + std::chrono::milliseconds(400), std::chrono::milliseconds(500)));
-  EXPECT_TRUE(by_bits.wants_details(t0 + std::chrono::milliseconds(500), std::chrono::milliseconds(500)));
+  EXPECT_FALSE(
+      by_bits.wants_details(t0 + std::chrono::milliseconds(400), std::chrono::milliseconds(500)));
+  EXPECT_TRUE(
+      by_bits.wants_details(t0 + std::chrono::milliseconds(500), std::chrono::milliseconds(500)));
   // The round of messages that follows names rank 1 again.
   by_bits.decide(step, t0 + std::chrono::milliseconds(500));
   ASSERT_TRUE(by_bits.missing_bit(d).has_value());
@@ -177,15 +180,16 @@ Response resp(const std::string& name, int64_t n, int dtype = TANDEM_FLOAT32) {
 
 TEST(FusionPlan, PacksCompatibleUpToThresholdWithLookAhead) {
   // 4-byte floats: 100 elements = 400 bytes.
-  std::vector<Response> rs = {resp("a", 100), resp("b", 100, TANDEM_FLOAT64), resp("c", 100),
-                              resp("d", 100), resp("big", 1000), resp("e", 25, TANDEM_FLOAT64)};
+  std::vector<Response> rs = {resp("a", 100),    resp("b", 100, TANDEM_FLOAT64),
+                              resp("c", 100),    resp("d", 100),
+                              resp("big", 1000), resp("e", 25, TANDEM_FLOAT64)};
   auto plan = plan_fusion(rs, 1000);
   ASSERT_EQ(plan.size(), 4u);
   EXPECT_EQ(plan[0].members, (std::vector<size_t>{0, 2}));  // a + c; d no longer fits
   EXPECT_EQ(plan[0].bytes, 800u);
   EXPECT_EQ(plan[1].members, (std::vector<size_t>{1, 5}));  // float64 b + e
   EXPECT_EQ(plan[2].members, (std::vector<size_t>{3}));
-  EXPECT_EQ(plan[3].members, (std::vector<size_t>{4}));     // larger than the threshold
+  EXPECT_EQ(plan[3].members, (std::vector<size_t>{4}));  // larger than the threshold
   auto off = plan_fusion(rs, 0);
   EXPECT_EQ(off.size(), rs.size());
 }
@@ -223,16 +227,18 @@ TEST(Settings, DefaultsHorovodNamesAndStrictParsing) {
   EXPECT_EQ(h.cache_capacity, 0u);
   EXPECT_EQ(h.timeline_path, "/tmp/t.json");
   for (auto bad : std::vector<std::pair<std::string, std::string>>{
-           {"HOROVOD_FUSION_THRESHOLD", "64MB"}, {"TANDEM_CYCLE_TIME", "-1"},
-           {"TANDEM_CACHE_CAPACITY", "1e3"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "soon"},
+           {"HOROVOD_FUSION_THRESHOLD", "64MB"},
+           {"TANDEM_CYCLE_TIME", "-1"},
+           {"TANDEM_CACHE_CAPACITY", "1e3"},
+           {"HOROVOD_STALL_CHECK_TIME_SECONDS", "soon"},
            {"TANDEM_TIMELINE_MARK_CYCLES", "2"},
-           {"TANDEM_CACHE_CAPACITY", "2000000"}, {"TANDEM_FUSION_THRESHOLD", " 5"}}) {
+           {"TANDEM_CACHE_CAPACITY", "2000000"},
+           {"TANDEM_FUSION_THRESHOLD", " 5"}}) {
     try {
       Settings::from_environment(env({bad}));
       ADD_FAILURE() << bad.first << "=" << bad.second << " was accepted";
     } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find(bad.first + "='" + bad.second + "'"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find(bad.first + "='" + bad.second + "'"), std::string::npos)
           << e.what();
     }
   }
@@ -291,11 +297,15 @@ TEST(Timeline, RuntimeWritesValidJsonWithEveryPhase) {
     });
     c.ranks[0]->timeline().stop();
   }
-  std::string cmd = std::string("/usr/bin/python3 -c \"import json,sys; ev=json.load(open(sys.argv[1])); "
-                                "names={e.get('name') for e in ev}; "
-                                "need={'NEGOTIATE','QUEUE','COPY_IN','ALLREDUCE','COPY_OUT','CYCLE_START'}; "
-                                "sys.exit(0 if need <= names else 1)\" ") + path;
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << "timeline " << path << " is not valid JSON with every phase";
+  std::string cmd =
+      std::string(
+          "/usr/bin/python3 -c \"import json,sys; ev=json.load(open(sys.argv[1])); "
+          "names={e.get('name') for e in ev}; "
+          "need={'NEGOTIATE','QUEUE','COPY_IN','ALLREDUCE','COPY_OUT','CYCLE_START'}; "
+          "sys.exit(0 if need <= names else 1)\" ") +
+      path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0)
+      << "timeline " << path << " is not valid JSON with every phase";
   std::remove(path);
 }
 
@@ -333,8 +343,8 @@ TEST(Scheduling, RuntimeThreadPolicyFollowsTheSetting) {
   Settings batch = testing::Cluster::test_settings();
   batch.batch_scheduling = true;
   EXPECT_EQ(policies_of(batch), std::set<int>{SCHED_BATCH});
-  EXPECT_TRUE(Settings::from_environment(env({{"TANDEM_RUNTIME_SCHEDULING", "batch"}}))
-                  .batch_scheduling);
+  EXPECT_TRUE(
+      Settings::from_environment(env({{"TANDEM_RUNTIME_SCHEDULING", "batch"}})).batch_scheduling);
   EXPECT_FALSE(Settings::from_environment(env({})).batch_scheduling);
   EXPECT_THROW(Settings::from_environment(env({{"TANDEM_RUNTIME_SCHEDULING", "fifo"}})),
                InvalidArgument);

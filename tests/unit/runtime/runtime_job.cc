@@ -25,14 +25,14 @@ namespace {
 
 int rank = 0, size = 1;
 
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
       std::fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                          \
-      std::fprintf(stderr, " (last error: %s)\n", tandem_last_error()); \
-      std::exit(1);                                               \
-    }                                                             \
+      std::fprintf(stderr, __VA_ARGS__);                                       \
+      std::fprintf(stderr, " (last error: %s)\n", tandem_last_error());        \
+      std::exit(1);                                                            \
+    }                                                                          \
   } while (0)
 
 #define OK(call) CHECK((call) == TANDEM_SUCCESS, "%s", #call)
@@ -64,8 +64,8 @@ void random_orders() {
       for (size_t i = 0; i < len; ++i) in[t][i] = value(rank, t, i);
       names[t] = "grad." + std::to_string(t);
       shapes[t] = static_cast<int64_t>(len);
-      tandem_tensor_t x = tensor(names[t].c_str(), in[t].data(), out[t].data(), TANDEM_FLOAT32, 1,
-                                 &shapes[t]);
+      tandem_tensor_t x =
+          tensor(names[t].c_str(), in[t].data(), out[t].data(), TANDEM_FLOAT32, 1, &shapes[t]);
       OK(tandem_enqueue_allreduce(&x, t % 2 ? TANDEM_SUM : TANDEM_AVERAGE, 1.0, 1.0,
                                   TANDEM_GLOBAL_PROCESS_SET, &h[t]));
       if (rng() % 8 == 0) usleep(static_cast<useconds_t>(rng() % 2000));
@@ -279,8 +279,8 @@ void diverged() {
             msg.find("rank 1 waits in allgather 'x'") != std::string::npos,
         "the message does not name every rank's wait: %s", msg.c_str());
   for (int k = 2; k < size; ++k)
-    CHECK(msg.find("rank " + std::to_string(k) + " waits in allreduce 'drift." +
-                   std::to_string(k) + "'") != std::string::npos,
+    CHECK(msg.find("rank " + std::to_string(k) + " waits in allreduce 'drift." + std::to_string(k) +
+                   "'") != std::string::npos,
           "rank %d's wait is not named: %s", k, msg.c_str());
   std::printf("rank %d: deadlock error: %s\n", rank, msg.c_str());
   tandem_handle_release(h);

@@ -16,7 +16,8 @@ template <typename T>
 void reduce_into(T* acc, const T* in, size_t n, int op) {
   for (size_t i = 0; i < n; ++i) {
     switch (op) {
-      case TANDEM_SUM: case TANDEM_AVERAGE: acc[i] = acc[i] + in[i]; break;
+      case TANDEM_SUM:
+      case TANDEM_AVERAGE: acc[i] = acc[i] + in[i]; break;
       case TANDEM_MIN: acc[i] = std::min(acc[i], in[i]); break;
       case TANDEM_MAX: acc[i] = std::max(acc[i], in[i]); break;
       case TANDEM_PRODUCT: acc[i] = acc[i] * in[i]; break;
@@ -143,8 +144,8 @@ void ThreadDataPath::alltoallv(const void* send, const std::vector<size_t>& send
     size_t src = counts.size() * sizeof(size_t);
     for (int k = 0; k < rank_; ++k) src += counts[k];
     if (counts[rank_] != recv_bytes[r]) throw MismatchError("test alltoallv: size mismatch");
-    if (recv_bytes[r]) std::memcpy(static_cast<uint8_t*>(recv) + off, all[r].data() + src,
-                                   recv_bytes[r]);
+    if (recv_bytes[r])
+      std::memcpy(static_cast<uint8_t*>(recv) + off, all[r].data() + src, recv_bytes[r]);
     off += recv_bytes[r];
   }
 }

@@ -32,7 +32,8 @@ struct ForkArea {
 };
 
 inline ForkArea* make_fork_area() {
-  void* p = mmap(nullptr, sizeof(ForkArea), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* p =
+      mmap(nullptr, sizeof(ForkArea), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw SystemError("mmap fork area", errno);
   return static_cast<ForkArea*>(p);
 }
@@ -51,7 +52,8 @@ class ForkBootstrap : public Bootstrap {
   std::vector<Bytes> allgather(const Bytes& mine, std::chrono::milliseconds timeout) override {
     const uint64_t r = ++round_;
     const int b = static_cast<int>(r & 1), me = id_.rank;
-    if (mine.size() > sizeof area_->blob[0][0]) throw InvalidArgument("fork bootstrap: blob too large");
+    if (mine.size() > sizeof area_->blob[0][0])
+      throw InvalidArgument("fork bootstrap: blob too large");
     std::memcpy(area_->blob[me][b], mine.data(), mine.size());
     area_->len[me][b] = static_cast<uint32_t>(mine.size());
     area_->round[me].store(r);

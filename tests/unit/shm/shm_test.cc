@@ -97,9 +97,7 @@ TEST(Doorbell, RequestWakesPeersPokeWakesSelf) {
     Doorbell* bell = &c.doorbell();
     const auto far = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     c.barrier();
-    if (c.identity().rank == 1) {
-      EXPECT_TRUE(bell->request(1));
-    }
+    if (c.identity().rank == 1) { EXPECT_TRUE(bell->request(1)); }
     EXPECT_TRUE(bell->wait(0, far, [] { return false; }));  // woken, or already asked
     EXPECT_EQ(bell->requested(), 1u);
     c.barrier();
@@ -118,13 +116,9 @@ TEST(Doorbell, RequestWakesPeersPokeWakesSelf) {
     t.join();
     c.barrier();
     // Requests only grow: an older request does not lower the round.
-    if (c.identity().rank == 0) {
-      EXPECT_TRUE(bell->request(3));
-    }
+    if (c.identity().rank == 0) { EXPECT_TRUE(bell->request(3)); }
     c.barrier();
-    if (c.identity().rank == 2) {
-      EXPECT_FALSE(bell->request(2));
-    }
+    if (c.identity().rank == 2) { EXPECT_FALSE(bell->request(2)); }
     c.barrier();
     EXPECT_EQ(bell->requested(), 3u);
     c.barrier();
@@ -152,7 +146,8 @@ struct Observed {
 
 std::vector<Observed> observe(const std::vector<std::vector<int>>& plan) {
   const int n = static_cast<int>(plan.size());
-  void* mem = mmap(nullptr, sizeof(ControlBlock), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* mem = mmap(nullptr, sizeof(ControlBlock), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw SystemError("mmap control block", errno);
   auto* control = static_cast<ControlBlock*>(mem);
   ForkArea* area = make_fork_area();
@@ -168,7 +163,8 @@ std::vector<Observed> observe(const std::vector<std::vector<int>>& plan) {
           cpu_set_t set;
           CPU_ZERO(&set);
           for (int cpu : plan[r]) CPU_SET(cpu, &set);
-          if (sched_setaffinity(0, sizeof set, &set) != 0) throw SystemError("sched_setaffinity", errno);
+          if (sched_setaffinity(0, sizeof set, &set) != 0)
+            throw SystemError("sched_setaffinity", errno);
         }
         NodeSync sync(control, r, world, std::chrono::seconds(10), 50);
         ForkBootstrap(area, r, n, "spin").allgather({}, std::chrono::seconds(10));  // all published
@@ -178,8 +174,7 @@ std::vector<Observed> observe(const std::vector<std::vector<int>>& plan) {
                       static_cast<unsigned long long>(sync.stats().spun),
                       static_cast<unsigned long long>(sync.stats().yields));
         outcome = static_cast<int>(sync.polling());
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
       area->outcome[r] = outcome;
       _exit(0);
     }
@@ -203,12 +198,8 @@ std::vector<int> polling_of(const std::vector<std::vector<int>>& plan) {
     out.push_back(o.polling);
     // The waits do what the mode says: a spinning rank never yields, a
     // yielding one never spins (a wait that finds everyone arrived is neither).
-    if (o.polling == static_cast<int>(NodeSync::Polling::kSpin)) {
-      EXPECT_EQ(o.yields, 0u);
-    }
-    if (o.polling == static_cast<int>(NodeSync::Polling::kYield)) {
-      EXPECT_EQ(o.spun, 0u);
-    }
+    if (o.polling == static_cast<int>(NodeSync::Polling::kSpin)) { EXPECT_EQ(o.yields, 0u); }
+    if (o.polling == static_cast<int>(NodeSync::Polling::kYield)) { EXPECT_EQ(o.spun, 0u); }
   }
   return out;
 }
@@ -224,7 +215,9 @@ std::vector<int> allowed_cpus() {
   return out;
 }
 
-std::vector<int> all(int n, NodeSync::Polling p) { return std::vector<int>(n, static_cast<int>(p)); }
+std::vector<int> all(int n, NodeSync::Polling p) {
+  return std::vector<int>(n, static_cast<int>(p));
+}
 
 // Bound ranks (srun --horovod=on, tandem-run --bind) each see one core in
 // their own affinity; what decides is every rank's set. Spinning with two
@@ -238,7 +231,8 @@ TEST(NodeSync, PollingFollowsTheRanksCpuSets) {
   EXPECT_EQ(polling_of({{a}, {a}}), all(2, P::kYield));
   EXPECT_EQ(polling_of({{a}}), all(1, P::kSpin));
   const int host = static_cast<int>(cpus.size());
-  EXPECT_EQ(polling_of(std::vector<std::vector<int>>(host + 1, std::vector<int>{})), all(host + 1, P::kYield));
+  EXPECT_EQ(polling_of(std::vector<std::vector<int>>(host + 1, std::vector<int>{})),
+            all(host + 1, P::kYield));
   if (host < 2) GTEST_SKIP() << "one CPU here: the two-CPU cases need two";
   const int b = cpus[1];
   EXPECT_EQ(polling_of({{a}, {b}}), all(2, P::kSpin));
@@ -246,18 +240,29 @@ TEST(NodeSync, PollingFollowsTheRanksCpuSets) {
   EXPECT_EQ(polling_of({{a, b}, {a, b}}), all(2, P::kSpinThenYield));
   EXPECT_EQ(polling_of({{a, b}, {b}}), all(2, P::kSpinThenYield));
   EXPECT_EQ(polling_of({{a}, {a}, {b}}), all(3, P::kYield));
-  EXPECT_EQ(polling_of(std::vector<std::vector<int>>(host, std::vector<int>{})), all(host, P::kSpinThenYield));
+  EXPECT_EQ(polling_of(std::vector<std::vector<int>>(host, std::vector<int>{})),
+            all(host, P::kSpinThenYield));
 }
 
 TEST(Settings, StrictParsing) {
-  struct Case { const char* var; const char* value; bool ok; };
+  struct Case {
+    const char* var;
+    const char* value;
+    bool ok;
+  };
   const Case cases[] = {
-      {"TANDEM_TIMEOUT", "soon", false},          {"TANDEM_TIMEOUT", "0.25", true},
-      {"TANDEM_TIMEOUT", "-1", false},            {"TANDEM_SHM_CHUNK_BYTES", "4K", false},
-      {"TANDEM_SHM_CHUNK_BYTES", "1024", false},  {"TANDEM_SHM_CHUNK_BYTES", "8192", true},
-      {"TANDEM_SHM_ARENA_BYTES", "-5", false},    {"TANDEM_SHM_ARENA_BYTES", "0", true},
-      {"TANDEM_SHM_SPIN_US", "20us", false},      {"TANDEM_SHM_SPIN_US", "0", true},
-      {"TANDEM_SHM_MAX_CHUNK_BYTES", "4M", false}, {"TANDEM_SHM_MAX_CHUNK_BYTES", "100", false},
+      {"TANDEM_TIMEOUT", "soon", false},
+      {"TANDEM_TIMEOUT", "0.25", true},
+      {"TANDEM_TIMEOUT", "-1", false},
+      {"TANDEM_SHM_CHUNK_BYTES", "4K", false},
+      {"TANDEM_SHM_CHUNK_BYTES", "1024", false},
+      {"TANDEM_SHM_CHUNK_BYTES", "8192", true},
+      {"TANDEM_SHM_ARENA_BYTES", "-5", false},
+      {"TANDEM_SHM_ARENA_BYTES", "0", true},
+      {"TANDEM_SHM_SPIN_US", "20us", false},
+      {"TANDEM_SHM_SPIN_US", "0", true},
+      {"TANDEM_SHM_MAX_CHUNK_BYTES", "4M", false},
+      {"TANDEM_SHM_MAX_CHUNK_BYTES", "100", false},
       {"TANDEM_SHM_MAX_CHUNK_BYTES", "8192", true},
   };
   for (const auto& c : cases) {
@@ -312,9 +317,7 @@ enum Outcome { kNone = 0, kPeerLost = 1, kTimeout = 2, kOther = 3, kOk = 4 };
   } catch (const TimeoutError& e) {
     outcome = kTimeout;
     msg = e.what();
-  } catch (const std::exception& e) {
-    msg = e.what();
-  }
+  } catch (const std::exception& e) { msg = e.what(); }
   std::strncpy(area->message[rank], msg.c_str(), sizeof area->message[rank] - 1);
   area->outcome[rank] = outcome;
   _exit(0);
@@ -329,7 +332,10 @@ struct ForkRun {
 
 ForkRun start(int size, std::chrono::milliseconds timeout, int path = 0) {
   static int counter = 0;
-  ForkRun run{size, {}, make_fork_area(), "forktest" + std::to_string(getpid()) + "-" + std::to_string(counter++)};
+  ForkRun run{size,
+              {},
+              make_fork_area(),
+              "forktest" + std::to_string(getpid()) + "-" + std::to_string(counter++)};
   for (int r = 0; r < size; ++r) {
     const pid_t pid = fork();
     if (pid == 0) rank_main(run.area, r, size, run.job, timeout, path);
@@ -353,7 +359,8 @@ void reap_survivors(ForkRun& run, int victim, std::chrono::seconds limit) {
     int status = 0;
     while (waitpid(run.pids[r], &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "rank " << r << " still hangs " << limit.count() << " s after the peer failed";
+        ADD_FAILURE() << "rank " << r << " still hangs " << limit.count()
+                      << " s after the peer failed";
         kill(run.pids[r], SIGKILL);
         waitpid(run.pids[r], &status, 0);
         break;
@@ -378,8 +385,10 @@ TEST_P(ShmFailure, KilledPeerFailsEverySurvivorWithPeerLost) {
   reap_survivors(run, victim, std::chrono::seconds(60));
   for (int r = 0; r < run.size; ++r) {
     if (r == victim) continue;
-    EXPECT_EQ(run.area->outcome[r].load(), kPeerLost) << "rank " << r << ": " << run.area->message[r];
-    EXPECT_NE(std::string(run.area->message[r]).find("rank 2"), std::string::npos) << run.area->message[r];
+    EXPECT_EQ(run.area->outcome[r].load(), kPeerLost)
+        << "rank " << r << ": " << run.area->message[r];
+    EXPECT_NE(std::string(run.area->message[r]).find("rank 2"), std::string::npos)
+        << run.area->message[r];
   }
   EXPECT_TRUE(shm_entries(run.job).empty());
   munmap(run.area, sizeof(ForkArea));
@@ -395,8 +404,10 @@ TEST_P(ShmFailure, StoppedPeerFailsEverySurvivorWithTimeout) {
   waitpid(run.pids[victim], &status, 0);
   for (int r = 0; r < run.size; ++r) {
     if (r == victim) continue;
-    EXPECT_EQ(run.area->outcome[r].load(), kTimeout) << "rank " << r << ": " << run.area->message[r];
-    EXPECT_NE(std::string(run.area->message[r]).find("rank(s) 1 "), std::string::npos) << run.area->message[r];
+    EXPECT_EQ(run.area->outcome[r].load(), kTimeout)
+        << "rank " << r << ": " << run.area->message[r];
+    EXPECT_NE(std::string(run.area->message[r]).find("rank(s) 1 "), std::string::npos)
+        << run.area->message[r];
   }
   EXPECT_TRUE(shm_entries(run.job).empty());
   munmap(run.area, sizeof(ForkArea));
@@ -474,8 +485,7 @@ void crash_during_setup(int size, const std::string& job, const std::vector<Cras
       try {
         CrashingBootstrap b(area, r, size, job, crashes, node_per_rank);
         ShmGroup g(b, tiny_shm());
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
       _exit(0);
     }
     pids.push_back(pid);
@@ -519,8 +529,8 @@ TEST_P(SetupCrash, LeavesNothingInDevShm) {
     EXPECT_TRUE(shm_entries(job).empty()) << c.label << ": left " << shm_entries(job).size();
   }
   next_setup();
-  EXPECT_TRUE(shm_entries(job).empty()) << c.label << ": the next setup left "
-                                        << shm_entries(job).size();
+  EXPECT_TRUE(shm_entries(job).empty())
+      << c.label << ": the next setup left " << shm_entries(job).size();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -530,11 +540,11 @@ INSTANTIATE_TEST_SUITE_P(
         // name, the others live on: nobody alive knows the name.
         SetupCrashCase{"creator_before_sharing", 3, false, {{0, 2, false}}, true},
         // The whole job killed there (srun or tandem-run ending every task).
-        SetupCrashCase{"job_before_opening", 3, false,
-                       {{0, 2, false}, {1, 2, false}, {2, 2, false}}, true},
+        SetupCrashCase{
+            "job_before_opening", 3, false, {{0, 2, false}, {1, 2, false}, {2, 2, false}}, true},
         // The job killed once the name is out but before rank 2 opened it.
-        SetupCrashCase{"job_after_sharing", 3, false,
-                       {{0, 3, false}, {1, 3, false}, {2, 2, true}}, true},
+        SetupCrashCase{
+            "job_after_sharing", 3, false, {{0, 3, false}, {1, 3, false}, {2, 2, true}}, true},
         // Every rank opened it, then local rank 0 died: the last opener
         // already removed the name.
         SetupCrashCase{"creator_after_all_opened", 3, false, {{0, 3, false}}, false},
@@ -544,8 +554,8 @@ INSTANTIATE_TEST_SUITE_P(
         // A node per rank (tandem-run --node-per-rank, the TCP transport's
         // scale runs): nobody else opens a rank's segment, so it has no name
         // by the time anything can kill the rank.
-        SetupCrashCase{"node_per_rank", 3, true, {{0, 3, false}, {1, 3, false}, {2, 2, true}},
-                       false}),
+        SetupCrashCase{
+            "node_per_rank", 3, true, {{0, 3, false}, {1, 3, false}, {2, 2, true}}, false}),
     [](const auto& info) { return std::string(info.param.label); });
 
 // The sweep itself, in a folder of its own (every setup sweeps /dev/shm,
@@ -664,12 +674,14 @@ ForkedResult forked_allreduce(int size, int path, bool refuse, int cma = 2) {
         area->ready[r] = c.shm_single_copy() ? 2 : 1;
         for (size_t count : {size_t{1}, size_t{1025}, size_t{40001}, size_t{(1 << 20) + 7}}) {
           std::vector<float> in(count), out(count, -1.0f);
-          for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((i * 7 + r * 3) % 97) * 0.25f;
+          for (size_t i = 0; i < count; ++i)
+            in[i] = static_cast<float>((i * 7 + r * 3) % 97) * 0.25f;
           c.allreduce(in.data(), out.data(), count, TANDEM_FLOAT32, TANDEM_SUM);
           for (size_t i = 0; i < count; ++i) {
             float want = 0;
             for (int k = 0; k < size; ++k) want += static_cast<float>((i * 7 + k * 3) % 97) * 0.25f;
-            if (out[i] != want) throw Error("count " + std::to_string(count) + " element " + std::to_string(i));
+            if (out[i] != want)
+              throw Error("count " + std::to_string(count) + " element " + std::to_string(i));
           }
           c.allreduce(in.data(), in.data(), count, TANDEM_FLOAT32, TANDEM_SUM);  // in place
           if (std::memcmp(in.data(), out.data(), count * 4) != 0)
@@ -682,9 +694,7 @@ ForkedResult forked_allreduce(int size, int path, bool refuse, int cma = 2) {
             throw Error("ranks disagree, count " + std::to_string(count));
         }
         outcome = kOk;
-      } catch (const std::exception& e) {
-        msg = e.what();
-      }
+      } catch (const std::exception& e) { msg = e.what(); }
       std::strncpy(area->message[r], msg.c_str(), sizeof area->message[r] - 1);
       area->outcome[r] = outcome;
       _exit(0);
@@ -718,7 +728,8 @@ TEST(SingleCopy, ForkedRanksEverySizeBothPaths) {
     // they find, they agree, and every result is right.
     const ForkedResult res = forked_allreduce(size, 0, false, 1);
     EXPECT_TRUE(res.all_ok) << size << " ranks, measured: " << res.failure;
-    for (int r = 1; r < size; ++r) EXPECT_EQ(res.single_copy[r], res.single_copy[0]) << "rank " << r;
+    for (int r = 1; r < size; ++r)
+      EXPECT_EQ(res.single_copy[r], res.single_copy[0]) << "rank " << r;
   }
 }
 
@@ -728,7 +739,8 @@ TEST(SingleCopy, RefusedByOneRankFallsBackOnEveryRank) {
   for (int size : {2, 3}) {
     const ForkedResult res = forked_allreduce(size, 2, true);
     EXPECT_TRUE(res.all_ok) << size << " ranks: " << res.failure;
-    for (int r = 0; r < size; ++r) EXPECT_FALSE(res.single_copy[r]) << "rank " << r << " of " << size;
+    for (int r = 0; r < size; ++r)
+      EXPECT_FALSE(res.single_copy[r]) << "rank " << r << " of " << size;
   }
 }
 
@@ -747,9 +759,11 @@ TEST(SingleCopy, SettingTurnsItOff) {
   unsetenv("TANDEM_SHM_CMA");
   CommunicatorOptions o = small_options();
   o.shm_cma = 0;
-  run_world(2, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()); }, o);
+  run_world(
+      2, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()); }, o);
   o.shm_cma = 2;
-  run_world(2, {}, [](Communicator& c) { EXPECT_TRUE(c.shm_single_copy()); }, o);
+  run_world(
+      2, {}, [](Communicator& c) { EXPECT_TRUE(c.shm_single_copy()); }, o);
   run_world(1, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()) << "nobody to reach"; });
 }
 

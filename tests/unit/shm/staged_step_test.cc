@@ -26,12 +26,12 @@ constexpr size_t KiB = 1024;
 TEST(StagedStep, FollowsTheBarrierCost) {
   const size_t base = 256 * KiB, most = 4096 * KiB;
   // 0.3 ns per byte of work: a 256 KiB step is ~79 us of work.
-  EXPECT_EQ(staged_step(base, most, 300, 0.3), base);        // spinning ranks: 0.3 us
-  EXPECT_EQ(staged_step(base, most, 4000, 0.3), base);       // 2 x 4 us x 8 = 64 us < 79 us
-  EXPECT_EQ(staged_step(base, most, 6000, 0.3), 2 * base);   // 96 us > 79 us
-  EXPECT_EQ(staged_step(base, most, 2e6, 0.3), most);        // a scheduler slice per barrier
-  EXPECT_EQ(staged_step(base, most, 1e12, 1e-9), most);      // never above the largest
-  EXPECT_EQ(staged_step(base, base, 2e6, 0.3), base);        // fixed steps
+  EXPECT_EQ(staged_step(base, most, 300, 0.3), base);       // spinning ranks: 0.3 us
+  EXPECT_EQ(staged_step(base, most, 4000, 0.3), base);      // 2 x 4 us x 8 = 64 us < 79 us
+  EXPECT_EQ(staged_step(base, most, 6000, 0.3), 2 * base);  // 96 us > 79 us
+  EXPECT_EQ(staged_step(base, most, 2e6, 0.3), most);       // a scheduler slice per barrier
+  EXPECT_EQ(staged_step(base, most, 1e12, 1e-9), most);     // never above the largest
+  EXPECT_EQ(staged_step(base, base, 2e6, 0.3), base);       // fixed steps
   // Not a power-of-two multiple: stops at the largest.
   EXPECT_EQ(staged_step(4 * KiB, 12 * KiB, 1e6, 1.0), 12 * KiB);
   // Monotonic in the barrier cost.
@@ -82,9 +82,7 @@ void run_group(int n, const ShmOptions& o, const std::function<void(ShmGroup&, i
         MemoryBootstrap b(world, r);
         ShmGroup g(b, o);
         body(g, r);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
+      } catch (const std::exception& e) { errors[r] = e.what(); }
     });
   }
   for (auto& t : threads) t.join();
@@ -178,8 +176,7 @@ TEST(StagedStep, GrowsWhereBarriersAreDear) {
   std::atomic<bool> stop{false};
   std::thread busy([&] {
     pin_to(cpu);
-    while (!stop.load(std::memory_order_relaxed)) {
-    }
+    while (!stop.load(std::memory_order_relaxed)) {}
   });
   ShmOptions o;
   o.timeout = std::chrono::seconds(120);

@@ -54,29 +54,33 @@ void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>
   for (Algo a : kAlgos) {
     const std::string name = algorithm_name(a);
     for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, (size_t{1} << 19) + 3}) {
-      for (auto [type, op] : {std::pair{TANDEM_INT32, TANDEM_SUM}, std::pair{TANDEM_FLOAT16, TANDEM_AVERAGE},
-                              std::pair{TANDEM_FLOAT64, TANDEM_MAX}, std::pair{TANDEM_INT8, TANDEM_PRODUCT}})
+      for (auto [type, op] :
+           {std::pair{TANDEM_INT32, TANDEM_SUM}, std::pair{TANDEM_FLOAT16, TANDEM_AVERAGE},
+            std::pair{TANDEM_FLOAT64, TANDEM_MAX}, std::pair{TANDEM_INT8, TANDEM_PRODUCT}})
         for (bool in_place : {false, true}) {
-        const size_t es = dtype_size(type);
-        const double pre = testing::floating(type) ? 0.5 : 1.0, post = testing::floating(type) ? 4.0 : 1.0;
-        std::vector<uint8_t> send(count * es), recv(count * es);
-        for (size_t i = 0; i < count; ++i) testing::put(type, send.data(), i, testing::input_value(type, op, rank, i));
-        std::vector<uint8_t>& out = in_place ? send : recv;
-        allreduce(*t, send.data(), out.data(), count, Reduction{type, op, pre, true, post, n}, a);
-        uint8_t want[27][8] = {};
-        for (size_t key = 0; key < 27; ++key)
-          for (size_t i = 0; i < 81; ++i)
-            if (testing::pattern_key(i) == key) {
-              testing::expected(type, op, n, i, pre, post, want[key]);
+          const size_t es = dtype_size(type);
+          const double pre = testing::floating(type) ? 0.5 : 1.0,
+                       post = testing::floating(type) ? 4.0 : 1.0;
+          std::vector<uint8_t> send(count * es), recv(count * es);
+          for (size_t i = 0; i < count; ++i)
+            testing::put(type, send.data(), i, testing::input_value(type, op, rank, i));
+          std::vector<uint8_t>& out = in_place ? send : recv;
+          allreduce(*t, send.data(), out.data(), count, Reduction{type, op, pre, true, post, n}, a);
+          uint8_t want[27][8] = {};
+          for (size_t key = 0; key < 27; ++key)
+            for (size_t i = 0; i < 81; ++i)
+              if (testing::pattern_key(i) == key) {
+                testing::expected(type, op, n, i, pre, post, want[key]);
+                break;
+              }
+          for (size_t i = 0; i < count; ++i)
+            if (std::memcmp(out.data() + i * es, want[testing::pattern_key(i)], es) != 0) {
+              say("bad " + name + " " + dtype_name(type) + " " + op_name(op) + " count " +
+                  std::to_string(count) + (in_place ? " in place" : "") + " element " +
+                  std::to_string(i));
               break;
             }
-        for (size_t i = 0; i < count; ++i)
-          if (std::memcmp(out.data() + i * es, want[testing::pattern_key(i)], es) != 0) {
-            say("bad " + name + " " + dtype_name(type) + " " + op_name(op) + " count " +
-                std::to_string(count) + (in_place ? " in place" : "") + " element " + std::to_string(i));
-            break;
-          }
-      }
+        }
     }
     // Random floats: the same bits everywhere, and each algorithm's tree.
     const size_t count = 300007;
@@ -87,11 +91,14 @@ void sweep(int rank, Bootstrap& b, const std::function<void(const std::string&)>
       for (auto& v : in[r]) v = d(gen);
     }
     std::vector<float> out(count);
-    allreduce(*t, in[rank].data(), out.data(), count, Reduction{TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, true, 3.3, n}, a);
+    allreduce(*t, in[rank].data(), out.data(), count,
+              Reduction{TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, true, 3.3, n}, a);
     // In place: the same bits.
     std::vector<float> buf = in[rank];
-    allreduce(*t, buf.data(), buf.data(), count, Reduction{TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, true, 3.3, n}, a);
-    if (std::memcmp(buf.data(), out.data(), count * 4) != 0) say("bad " + name + " in place differs");
+    allreduce(*t, buf.data(), buf.data(), count,
+              Reduction{TANDEM_FLOAT32, TANDEM_AVERAGE, 0.1, true, 3.3, n}, a);
+    if (std::memcmp(buf.data(), out.data(), count * 4) != 0)
+      say("bad " + name + " in place differs");
     const Algo used = a == Algo::kAuto ? choose_allreduce(n, count * 4) : a;
     for (size_t i = 0; i < count; i += 1009) {
       std::vector<float> x(n);
@@ -167,7 +174,8 @@ TEST(CollectivesFork, EveryAlgorithmOverTcpOn1To16Ranks) {
       EXPECT_EQ(ranks.wait(r), 0) << n << " ranks, rank " << r;
     }
     EXPECT_EQ(hashes[0].size(), 4u) << n << " ranks";
-    for (int r = 1; r < n; ++r) EXPECT_EQ(hashes[r], hashes[0]) << n << " ranks: rank " << r << "'s results differ";
+    for (int r = 1; r < n; ++r)
+      EXPECT_EQ(hashes[r], hashes[0]) << n << " ranks: rank " << r << "'s results differ";
   }
 }
 
@@ -180,17 +188,18 @@ void doomed(Algo a, Bootstrap& b, const std::function<void(const std::string&)>&
   allreduce(*t, buf.data(), buf.data(), buf.size(), Reduction{}, a);
   say("ready");
   try {
-    for (;;) allreduce(*t, buf.data(), buf.data(), buf.size(), Reduction{TANDEM_FLOAT32, TANDEM_MAX}, a);
-  } catch (const std::exception& e) {
-    say(test::describe(e));
-  }
+    for (;;)
+      allreduce(*t, buf.data(), buf.data(), buf.size(), Reduction{TANDEM_FLOAT32, TANDEM_MAX}, a);
+  } catch (const std::exception& e) { say(test::describe(e)); }
 }
 
 TEST(CollectivesFork, KilledRankFailsEverySurvivorOfEachAlgorithm) {
   constexpr int kVictim = 2;
   for (Algo a : {Algo::kRecursiveDoubling, Algo::kHalvingDoubling, Algo::kRing}) {
     ::setenv(kTimeoutVariable, "60", 1);
-    ForkRanks ranks(5, [a](int, Bootstrap& b, std::function<void(const std::string&)> say) { doomed(a, b, say); });
+    ForkRanks ranks(5, [a](int, Bootstrap& b, std::function<void(const std::string&)> say) {
+      doomed(a, b, say);
+    });
     ::unsetenv(kTimeoutVariable);
     ranks.serve(2, milliseconds(60000));
     for (int r = 0; r < 5; ++r) ASSERT_EQ(ranks.line(r, milliseconds(60000)), "ready") << r;
@@ -204,10 +213,12 @@ TEST(CollectivesFork, KilledRankFailsEverySurvivorOfEachAlgorithm) {
       std::string word, kind;
       int64_t ns = 0;
       in >> word >> kind >> ns;
-      EXPECT_EQ(word + " " + kind, "result PeerLost") << algorithm_name(a) << " rank " << r << ": " << l;
-      EXPECT_LT(ns - at, int64_t{30} * 1000000000) << algorithm_name(a) << " rank " << r << " waited for a timeout";
-      std::printf("[ measure  ] %s rank %d: %s %.1f ms after SIGKILL\n", algorithm_name(a), r, kind.c_str(),
-                  (ns - at) / 1e6);
+      EXPECT_EQ(word + " " + kind, "result PeerLost")
+          << algorithm_name(a) << " rank " << r << ": " << l;
+      EXPECT_LT(ns - at, int64_t{30} * 1000000000)
+          << algorithm_name(a) << " rank " << r << " waited for a timeout";
+      std::printf("[ measure  ] %s rank %d: %s %.1f ms after SIGKILL\n", algorithm_name(a), r,
+                  kind.c_str(), (ns - at) / 1e6);
       EXPECT_EQ(ranks.wait(r), 0) << algorithm_name(a) << " rank " << r;
     }
     ranks.wait(kVictim);

@@ -138,9 +138,7 @@ class ForkRanks {
       char chunk[4096];
       try {
         io_full(report_[rank].get(), chunk, 1, false, deadline);
-      } catch (const PeerLostError&) {
-        return "";
-      }
+      } catch (const PeerLostError&) { return ""; }
       buf.push_back(chunk[0]);
     }
   }
@@ -194,10 +192,10 @@ inline int64_t now_ns() {
 
 // "result <Kind> <ns> <message>" for an exception of a known kind.
 inline std::string describe(const std::exception& e) {
-  const char* kind = dynamic_cast<const PeerLostError*>(&e)   ? "PeerLost"
-                     : dynamic_cast<const TimeoutError*>(&e)  ? "Timeout"
-                     : dynamic_cast<const AbortedError*>(&e)  ? "Aborted"
-                                                              : "Other";
+  const char* kind = dynamic_cast<const PeerLostError*>(&e)  ? "PeerLost"
+                     : dynamic_cast<const TimeoutError*>(&e) ? "Timeout"
+                     : dynamic_cast<const AbortedError*>(&e) ? "Aborted"
+                                                             : "Other";
   return "result " + std::string(kind) + " " + std::to_string(now_ns()) + " " + e.what();
 }
 

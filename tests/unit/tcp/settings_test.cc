@@ -23,9 +23,7 @@ struct EnvGuard {
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
+  } catch (const InvalidArgument& e) { return e.what(); }
   return "no InvalidArgument";
 }
 

@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < sizes.size(); ++i) {
       const size_t bytes = sizes[i];
       std::vector<char> out(bytes, static_cast<char>(rank)), in(bytes);
-      const int iters = static_cast<int>(
-          std::min<size_t>(20000, std::max<size_t>(5, (size_t{2} << 30) / std::max<size_t>(bytes, 1))));
+      const int iters = static_cast<int>(std::min<size_t>(
+          20000, std::max<size_t>(5, (size_t{2} << 30) / std::max<size_t>(bytes, 1))));
       t->sendrecv(1 - rank, out.data(), bytes, 1 - rank, in.data(), bytes);  // warm-up
       b.barrier(std::chrono::milliseconds(60000));
       const auto start = Clock::now();
@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
     measure(b, 0);
     peer.join();
   } else {
-    std::fprintf(stderr, "tcp-bandwidth: launched with %d ranks; it measures between 2 (or run it alone)\n",
+    std::fprintf(stderr,
+                 "tcp-bandwidth: launched with %d ranks; it measures between 2 (or run it alone)\n",
                  launched->identity().size);
     return 2;
   }

@@ -121,9 +121,7 @@ TEST(TcpFailure, AbortFromAnotherThreadWakesPendingCallsHereAndAtThePeer) {
     try {
       t->recv(1, &x, 1);
       ADD_FAILURE() << "recv returned after abort";
-    } catch (const AbortedError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("rank 7 was lost"));
-    }
+    } catch (const AbortedError& e) { EXPECT_THAT(e.what(), HasSubstr("rank 7 was lost")); }
     killer.join();
     EXPECT_THROW(t->send(1, &x, 1), AbortedError);
   });
@@ -145,9 +143,7 @@ TEST(TcpFailure, LostPeerFailsCallsToOtherPeers) {
       try {
         t->recv(1, &x, 1);
         ADD_FAILURE() << "recv from rank 1 succeeded after rank 2 was lost";
-      } catch (const PeerLostError& e) {
-        EXPECT_THAT(e.what(), HasSubstr("world rank 2"));
-      }
+      } catch (const PeerLostError& e) { EXPECT_THAT(e.what(), HasSubstr("world rank 2")); }
     } else {
       // Rank 1 waits on rank 0, which shuts its sockets after losing rank 2.
       EXPECT_THROW(t->recv(0, &x, 1), PeerLostError);

@@ -38,9 +38,7 @@ void body(int rank, Bootstrap& b, const std::function<void(const std::string&)>&
     if (rank == 0) t->sendrecv(kVictim, out.data(), kBytes, kVictim, in.data(), kBytes);
     else t->recv(kVictim, in.data(), kBytes);
     say("result none 0 the call returned");
-  } catch (const std::exception& e) {
-    say(test::describe(e));
-  }
+  } catch (const std::exception& e) { say(test::describe(e)); }
 }
 
 struct Result {
@@ -82,13 +80,9 @@ void run_scenario(int sig, const char* timeout_seconds, const std::string& expec
   ranks.wait(kVictim);
 }
 
-TEST(TcpFork, KilledPeerIsPeerLostOnEverySurvivor) {
-  run_scenario(SIGKILL, "60", "PeerLost");
-}
+TEST(TcpFork, KilledPeerIsPeerLostOnEverySurvivor) { run_scenario(SIGKILL, "60", "PeerLost"); }
 
-TEST(TcpFork, StoppedPeerIsTimeoutOnEverySurvivor) {
-  run_scenario(SIGSTOP, "1", "Timeout");
-}
+TEST(TcpFork, StoppedPeerIsTimeoutOnEverySurvivor) { run_scenario(SIGSTOP, "1", "Timeout"); }
 
 }  // namespace
 }  // namespace tandem

@@ -48,10 +48,9 @@ void doomed(Algo a, int rank, Bootstrap& b, const std::function<void(const std::
   allreduce(*t, buf.data(), buf.data(), buf.size(), Reduction{}, a);
   say(std::string("ready ") + (std::binary_search(plan.begin(), plan.end(), kVictim) ? "1" : "0"));
   try {
-    for (;;) allreduce(*t, buf.data(), buf.data(), buf.size(), Reduction{TANDEM_FLOAT32, TANDEM_MAX}, a);
-  } catch (const std::exception& e) {
-    say(test::describe(e));
-  }
+    for (;;)
+      allreduce(*t, buf.data(), buf.data(), buf.size(), Reduction{TANDEM_FLOAT32, TANDEM_MAX}, a);
+  } catch (const std::exception& e) { say(test::describe(e)); }
 }
 
 TEST(PlanFork, KilledRankFailsSurvivorsThatHaveNoSocketToIt) {
@@ -84,13 +83,15 @@ TEST(PlanFork, KilledRankFailsSurvivorsThatHaveNoSocketToIt) {
       EXPECT_EQ(word + " " + kind, "result PeerLost")
           << algorithm_name(a) << " rank " << r << (socket[r] ? "" : " (no socket to the victim)")
           << ": " << l;
-      EXPECT_LT(ns - at, int64_t{30} * 1000000000) << algorithm_name(a) << " rank " << r << " waited for a timeout";
+      EXPECT_LT(ns - at, int64_t{30} * 1000000000)
+          << algorithm_name(a) << " rank " << r << " waited for a timeout";
       slowest = std::max(slowest, (ns - at) / 1e6);
       EXPECT_EQ(ranks.wait(r), 0) << algorithm_name(a) << " rank " << r;
     }
-    std::printf("[ measure  ] %s, %d ranks, %d without a socket to the victim: the last survivor "
-                "failed %.1f ms after SIGKILL\n",
-                algorithm_name(a), kRanks, without, slowest);
+    std::printf(
+        "[ measure  ] %s, %d ranks, %d without a socket to the victim: the last survivor "
+        "failed %.1f ms after SIGKILL\n",
+        algorithm_name(a), kRanks, without, slowest);
     ranks.wait(kVictim);
   }
 }
@@ -114,9 +115,7 @@ void limited(int rank, Bootstrap& b, const std::function<void(const std::string&
       allreduce(*t, buf.data(), buf.data(), buf.size(), Reduction{TANDEM_FLOAT32, TANDEM_MAX}, a);
     say("ok " + std::to_string(t->traffic().connections) + " " +
         std::to_string(static_cast<int>(buf[999])));
-  } catch (const std::exception& e) {
-    say(std::string("error ") + e.what());
-  }
+  } catch (const std::exception& e) { say(std::string("error ") + e.what()); }
 }
 
 std::vector<std::string> run_limited(const char* scheme) {
@@ -155,7 +154,8 @@ TEST(PlanFork, TheFullMeshIsRefusedAtSetUpNamingTheLimit) {
     if (lines[r].find("RLIMIT_NOFILE soft limit 40") != std::string::npos &&
         lines[r].find("ulimit -n") != std::string::npos)
       ++named;
-    EXPECT_EQ(lines[r].rfind("ok", 0), std::string::npos) << "rank " << r << " connected: " << lines[r];
+    EXPECT_EQ(lines[r].rfind("ok", 0), std::string::npos)
+        << "rank " << r << " connected: " << lines[r];
   }
   EXPECT_EQ(named, kBig) << "first rank: " << lines[0];
 }
@@ -171,9 +171,7 @@ TEST(PlanFork, AFullMeshOfEightyConnects) {
                 Algo::kRecursiveDoubling);
       say("ok " + std::to_string(t->traffic().connections) + " " +
           std::to_string(static_cast<int>(buf[9])));
-    } catch (const std::exception& e) {
-      say(std::string("error ") + e.what());
-    }
+    } catch (const std::exception& e) { say(std::string("error ") + e.what()); }
   });
   ::unsetenv(kTimeoutVariable);
   ranks.serve(2, milliseconds(60000));

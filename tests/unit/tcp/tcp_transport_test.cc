@@ -55,8 +55,7 @@ TEST_P(PairSize, BothDirectionsArriveIntact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, PairSize,
-                         ::testing::Values(0, 1, 7, 4093, (size_t{1} << 20) + 3,
-                                           size_t{64} << 20));
+                         ::testing::Values(0, 1, 7, 4093, (size_t{1} << 20) + 3, size_t{64} << 20));
 
 class GroupSize : public ::testing::TestWithParam<int> {};
 
@@ -90,22 +89,22 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GroupSize, ::testing::Range(2, 9));
 TEST(TcpGroups, DisjointGroupsConnectAtOnce) {
   const std::vector<std::vector<int>> groups = {{0, 3, 5}, {1, 2}, {4, 6, 7}};
   const int group_of[8] = {0, 1, 1, 0, 2, 0, 2, 2};
-  run_ranks(
-      8,
-      [&](int rank, Bootstrap& b) {
-        const int g = group_of[rank];
-        const auto& mine = groups[g];
-        auto t = connect_tcp(b, mine, kTimeout);
-        const int n = t->size();
-        ASSERT_EQ(n, static_cast<int>(mine.size()));
-        ASSERT_EQ(mine[t->rank()], rank);
-        const int me = t->rank();
-        auto out = pattern(5000, g * 100 + me);
-        std::vector<uint8_t> in(5000);
-        t->sendrecv((me + 1) % n, out.data(), out.size(), (me - 1 + n) % n, in.data(), in.size());
-        EXPECT_EQ(first_difference(in, pattern(5000, g * 100 + (me - 1 + n) % n)), -1);
-      },
-      {4, 4});
+  run_ranks(8,
+            [&](int rank, Bootstrap& b) {
+              const int g = group_of[rank];
+              const auto& mine = groups[g];
+              auto t = connect_tcp(b, mine, kTimeout);
+              const int n = t->size();
+              ASSERT_EQ(n, static_cast<int>(mine.size()));
+              ASSERT_EQ(mine[t->rank()], rank);
+              const int me = t->rank();
+              auto out = pattern(5000, g * 100 + me);
+              std::vector<uint8_t> in(5000);
+              t->sendrecv((me + 1) % n, out.data(), out.size(), (me - 1 + n) % n, in.data(),
+                          in.size());
+              EXPECT_EQ(first_difference(in, pattern(5000, g * 100 + (me - 1 + n) % n)), -1);
+            },
+            {4, 4});
 }
 
 // Every rank sends 16 MiB before it receives: with blocking sends this
@@ -259,9 +258,7 @@ TEST(TcpResources, SocketsAreCloseOnExecAndNothingLeaks) {
     b.barrier(kTimeout);
     if (rank == 3) t.reset();
     uint8_t x = 0;
-    if (rank == 0) {
-      EXPECT_THROW(t->recv(3, &x, 1), PeerLostError);
-    }
+    if (rank == 0) { EXPECT_THROW(t->recv(3, &x, 1), PeerLostError); }
     b.barrier(kTimeout);
   });
   EXPECT_EQ(count_open_fds(), before);

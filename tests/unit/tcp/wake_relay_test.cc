@@ -42,8 +42,9 @@ struct TwoNodes {
     for (int r = 0; r < 4; ++r)
       t.emplace_back([&, r] {
         Doorbell& bell = *bells[r];
-        relays[r] = WakeRelay::create(*boots[r], [&bell](uint64_t round) { bell.relay(round); },
-                                      true, loopback(), std::chrono::seconds(30));
+        relays[r] = WakeRelay::create(
+            *boots[r], [&bell](uint64_t round) { bell.relay(round); }, true, loopback(),
+            std::chrono::seconds(30));
       });
     for (auto& x : t) x.join();
   }
@@ -116,8 +117,9 @@ TEST(WakeRelay, ARoundTravelsDownATreeAndReachesEveryNodeOnce) {
   for (int r = 0; r < n; ++r)
     t.emplace_back([&, r] {
       Doorbell& bell = *bells[r];
-      relays[r] = WakeRelay::create(*boots[r], [&bell](uint64_t round) { bell.relay(round); },
-                                    true, loopback(), std::chrono::seconds(30));
+      relays[r] = WakeRelay::create(
+          *boots[r], [&bell](uint64_t round) { bell.relay(round); }, true, loopback(),
+          std::chrono::seconds(30));
     });
   for (auto& x : t) x.join();
   uint64_t round = 10;
@@ -132,7 +134,8 @@ TEST(WakeRelay, ARoundTravelsDownATreeAndReachesEveryNodeOnce) {
     for (int r = 0; r < n; ++r) {
       if (r == origin) continue;
       EXPECT_TRUE(eventually([&] { return bells[r]->requested() == round; })) << "node " << r;
-      EXPECT_TRUE(eventually([&] { return relays[r]->relayed() == relayed[r] + 1; })) << "node " << r;
+      EXPECT_TRUE(eventually([&] { return relays[r]->relayed() == relayed[r] + 1; }))
+          << "node " << r;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing more arrives
     uint64_t total = 0;
@@ -160,8 +163,9 @@ TEST(WakeRelay, OneRankOptingOutTurnsItOffEverywhere) {
     t.emplace_back([&, r] {
       MemoryBootstrap boot(world, r);
       Doorbell bell(r == 0 ? &node0 : &node1, r == 0 ? 0 : r - 1, r == 0 ? 1 : 2);
-      relays[r] = WakeRelay::create(boot, [&bell](uint64_t round) { bell.relay(round); }, r != 2,
-                                    loopback(), std::chrono::seconds(30));
+      relays[r] = WakeRelay::create(
+          boot, [&bell](uint64_t round) { bell.relay(round); }, r != 2, loopback(),
+          std::chrono::seconds(30));
     });
   for (auto& x : t) x.join();
   for (int r = 0; r < 3; ++r) EXPECT_EQ(relays[r], nullptr) << "rank " << r;
