@@ -38,13 +38,26 @@ def tests_of(path):
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
-                    found.append((item.lineno, item.end_lineno, item.name))
+                    # A decorator's skip (@unittest.skip) is reported at the
+                    # decorator's line, above the def.
+                    first = min([item.lineno] + [d.lineno for d in item.decorator_list])
+                    found.append((first, item.end_lineno, item.name))
     return found
+
+
+def known_name(name, names):
+    """The test method a reported name belongs to: parameterized.expand runs
+    test_x as test_x_0, test_x_1, ... (any of them failing fails test_x)."""
+    if name in names:
+        return name
+    owners = [n for n in names if name.startswith(n + "_")]
+    return max(owners, key=len) if owners else name
 
 
 def per_rank(log, test_file, tests):
     """{(name, rank): 'pass' | 'fail' | 'skip'} for what the log reports."""
     base = test_file.rsplit("/", 1)[-1]
+    names = {name for _, _, name in tests}
     reported, skips = {}, {}
     for raw in open(log, errors="replace"):
         m = LINE.match(raw.rstrip("\n"))
@@ -61,7 +74,7 @@ def per_rank(log, test_file, tests):
             continue
         t = TEST.search(rest)
         if t:
-            key = (t.group(1), rank)
+            key = (known_name(t.group(1), names), rank)
             if kind != "PASSED" or reported.get(key) != "fail":
                 reported[key] = "pass" if kind == "PASSED" else "fail"
     outcome = dict(reported)
