@@ -1,8 +1,8 @@
-// The kernels work on blocks of kBlock elements held in a small accumulator
-// array: each input is folded into the block with one tight, branch-free
-// loop, which GCC vectorises at -O2/-O3 (checked with -fopt-info-vec; see
-// docs/engine.md). Blocking keeps the accumulator in L1 whatever n is, and
-// lets float16/bfloat16 be computed in float32 without a full-size temporary.
+// The kernels fold the inputs in rank order with tight, branch-free loops
+// that GCC vectorises at -O2/-O3 (checked with -fopt-info-vec; see
+// docs/engine.md): types computed in their own type a cache line at a time
+// in registers (fold_in_registers), float16/bfloat16 in blocks of float32
+// accumulators (fold_widened).
 #include "common/reduce.h"
 
 #include <cmath>
@@ -20,7 +20,6 @@ namespace tandem {
 namespace {
 
 constexpr size_t kBlock = 512;
-constexpr size_t kFew = 8;  // elements: see kernel
 
 inline uint32_t f2u(float f) {
   uint32_t u;
@@ -79,6 +78,10 @@ struct Plain {
   static constexpr bool widened = false;
   static A load(T x) { return x; }
   static T store(A x) { return x; }
+  template <typename V>
+  static V vload(V x) {
+    return x;
+  }
 };
 // float16 is widened a block at a time: with F16C (checked at run time) by
 // the hardware's converters, else by the portable branch-free code above.
@@ -158,6 +161,10 @@ struct Bool {
   static constexpr bool widened = false;
   static A load(T x) { return x != 0; }
   static T store(A x) { return x; }
+  template <typename V>
+  static V vload(V x) {
+    return reinterpret_cast<V>(x != 0) & 1;
+  }
 };
 
 // Integer sum and product wrap around (two's complement) instead of being
@@ -182,10 +189,17 @@ inline A wrap_mul(A a, A b) {
   }
 }
 
+// apply: one element. vapply: a vector of them (GCC vector extensions),
+// the same operation element by element; integer sum and product through
+// the unsigned vector type UV, so they wrap as wrap_add and wrap_mul do.
 struct SumOp {
   template <typename A>
   static A apply(A a, A b) {
     return wrap_add(a, b);
+  }
+  template <typename V, typename UV>
+  static V vapply(V a, V b) {
+    return reinterpret_cast<V>(reinterpret_cast<UV>(a) + reinterpret_cast<UV>(b));
   }
 };
 struct ProdOp {
@@ -193,10 +207,18 @@ struct ProdOp {
   static A apply(A a, A b) {
     return wrap_mul(a, b);
   }
+  template <typename V, typename UV>
+  static V vapply(V a, V b) {
+    return reinterpret_cast<V>(reinterpret_cast<UV>(a) * reinterpret_cast<UV>(b));
+  }
 };
 struct MinOp {
   template <typename A>
   static A apply(A a, A b) {
+    return b < a ? b : a;
+  }
+  template <typename V, typename UV>
+  static V vapply(V a, V b) {
     return b < a ? b : a;
   }
 };
@@ -205,16 +227,28 @@ struct MaxOp {
   static A apply(A a, A b) {
     return a < b ? b : a;
   }
+  template <typename V, typename UV>
+  static V vapply(V a, V b) {
+    return a < b ? b : a;
+  }
 };
 struct OrOp {
   template <typename A>
   static A apply(A a, A b) {
     return a | b;
   }
+  template <typename V, typename UV>
+  static V vapply(V a, V b) {
+    return a | b;
+  }
 };
 struct AndOp {
   template <typename A>
   static A apply(A a, A b) {
+    return a & b;
+  }
+  template <typename V, typename UV>
+  static V vapply(V a, V b) {
     return a & b;
   }
 };
@@ -228,11 +262,106 @@ void round_to_storage(typename E::A* a, size_t m) {
   E::widen(b, a, m);
 }
 
-template <typename E, typename Op>
-void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduction& r) {
+// Types computed in their own type: each run of kLine bytes of every input
+// is folded into a few vector registers and stored once, so a 2-input sum
+// reads each input and writes the output once (about twice the speed of a
+// loop over an accumulator array, which copies the first input in and the
+// accumulator out: build/tools/reduce-probe). A run's inputs are all loaded
+// before its stores, so out may be any one of the inputs (in place). GCC's
+// vector extensions rather than loops left to the vectoriser: loops over a
+// run's accumulators kept them on the stack in this build
+// (-fno-strict-aliasing), at a third of the speed. Same operations in the
+// same order as element by element, so the same bits; no contraction into
+// fused multiply-adds (ISO C++ mode, and the baseline x86-64 has none).
+constexpr size_t kLine = 64;
+
+template <typename E, typename Op, bool kPre>
+void fold_in_registers(void* out_v, const void* const* in, int n, size_t count, typename E::A ps,
+                       bool avg, typename E::A div, bool post, typename E::A qs) {
+  using T = typename E::T;
+  using A = typename E::A;
+  static_assert(std::is_same<T, A>::value, "computed in its own type");
+  using U = typename std::conditional_t<std::is_integral<T>::value, std::make_unsigned<T>,
+                                        std::common_type<T>>::type;
+  typedef T V __attribute__((vector_size(16)));
+  typedef U UV __attribute__((vector_size(16)));
+  constexpr size_t kLanes = 16 / sizeof(T);
+  constexpr size_t kRun = kLine / 16;  // vectors per run
+  T* out = static_cast<T*>(out_v);
+  const T* s0 = static_cast<const T*>(in[0]);
+  auto input = [ps](const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    v = E::vload(v);
+    if constexpr (kPre) v = v * ps;
+    return v;
+  };
+  size_t i = 0;
+  for (; i + kRun * kLanes <= count; i += kRun * kLanes) {
+    V a[kRun];
+    for (size_t j = 0; j < kRun; ++j) a[j] = input(s0 + i + j * kLanes);
+    for (int k = 1; k < n; ++k) {
+      const T* s = static_cast<const T*>(in[k]) + i;
+      for (size_t j = 0; j < kRun; ++j)
+        a[j] = Op::template vapply<V, UV>(a[j], input(s + j * kLanes));
+    }
+    if (avg)
+      for (size_t j = 0; j < kRun; ++j) a[j] = a[j] / div;
+    if (post)
+      for (size_t j = 0; j < kRun; ++j) a[j] = a[j] * qs;
+    for (size_t j = 0; j < kRun; ++j) std::memcpy(out + i + j * kLanes, &a[j], sizeof(V));
+  }
+  auto scalar = [ps](T x) { return kPre ? static_cast<A>(E::load(x) * ps) : E::load(x); };
+  for (; i < count; ++i) {
+    A a = scalar(s0[i]);
+    for (int k = 1; k < n; ++k) a = Op::apply(a, scalar(static_cast<const T*>(in[k])[i]));
+    if (avg) a = static_cast<A>(a / div);
+    if (post) a = a * qs;
+    out[i] = E::store(a);
+  }
+}
+
+// float16 and bfloat16: blocks of kBlock elements widened into a float32
+// accumulator array (in L1 whatever n is; no full-size temporary), each
+// step rounded back to the element type after it (the scaled input, every
+// partial result): the arithmetic of Horovod's CPU kernels and of the
+// frameworks' own float16 operations, and what a multi-stage reduction
+// storing partials in the type gives.
+template <typename E, typename Op, bool pre>
+void fold_widened(void* out_v, const void* const* in, int n, size_t count, typename E::A ps,
+                  bool avg, typename E::A div, bool post, typename E::A qs) {
   using T = typename E::T;
   using A = typename E::A;
   T* out = static_cast<T*>(out_v);
+  alignas(64) A acc[kBlock];
+  alignas(64) A tmp[kBlock];
+  for (size_t base = 0; base < count; base += kBlock) {
+    const size_t m = count - base < kBlock ? count - base : kBlock;
+    E::widen(static_cast<const T*>(in[0]) + base, acc, m);
+    if (pre) {
+      for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * ps;
+      round_to_storage<E>(acc, m);
+    }
+    for (int k = 1; k < n; ++k) {
+      E::widen(static_cast<const T*>(in[k]) + base, tmp, m);
+      if (pre) {
+        for (size_t i = 0; i < m; ++i) tmp[i] = tmp[i] * ps;
+        round_to_storage<E>(tmp, m);
+      }
+      for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], tmp[i]);
+      if (k < n - 1 || avg || post) round_to_storage<E>(acc, m);
+    }
+    if (avg)
+      for (size_t i = 0; i < m; ++i) acc[i] = static_cast<A>(acc[i] / div);
+    if (post)
+      for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * qs;
+    E::narrow(acc, out + base, m);
+  }
+}
+
+template <typename E, typename Op>
+void kernel(void* out, const void* const* in, int n, size_t count, const Reduction& r) {
+  using A = typename E::A;
   const bool pre = E::floating && r.prescale != 1.0;
   const bool avg = r.finalize && r.op == TANDEM_AVERAGE && r.divisor != 1;
   const bool post = E::floating && r.finalize && r.postscale != 1.0;
@@ -240,70 +369,13 @@ void kernel(void* out_v, const void* const* in, int n, size_t count, const Reduc
   const A qs = static_cast<A>(r.postscale);
   const A div = static_cast<A>(r.divisor);
   if constexpr (!E::widened) {
-    // A few elements (the latency path): fold each straight into out. The
-    // block loops below copy the first input and the result with an
-    // inlined memcpy (rep movs), whose start-up was a tenth of an 8-byte
-    // allreduce. Same operations in the same order, so the same bits.
-    if (count <= kFew) {
-      for (size_t i = 0; i < count; ++i) {
-        A a = E::load(static_cast<const T*>(in[0])[i]);
-        if (pre) a = a * ps;
-        for (int k = 1; k < n; ++k) {
-          const T x = static_cast<const T*>(in[k])[i];
-          a = pre ? Op::apply(a, static_cast<A>(E::load(x) * ps)) : Op::apply(a, E::load(x));
-        }
-        if (avg) a = static_cast<A>(a / div);
-        if (post) a = a * qs;
-        out[i] = E::store(a);
-      }
-      return;
-    }
-  }
-  alignas(64) A acc[kBlock];
-  alignas(64) A tmp[kBlock];
-  for (size_t base = 0; base < count; base += kBlock) {
-    const size_t m = count - base < kBlock ? count - base : kBlock;
-    const T* s0 = static_cast<const T*>(in[0]) + base;
-    if constexpr (E::widened) {
-      E::widen(s0, acc, m);
-    } else {
-      for (size_t i = 0; i < m; ++i) acc[i] = E::load(s0[i]);
-    }
-    if (pre) {
-      for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * ps;
-      if constexpr (E::widened) round_to_storage<E>(acc, m);
-    }
-    for (int k = 1; k < n; ++k) {
-      const T* s = static_cast<const T*>(in[k]) + base;
-      if constexpr (E::widened) {
-        // Each step in float32, rounded to the element type after it (the
-        // scaled input, every partial result): the arithmetic of Horovod's
-        // CPU kernels and of the frameworks' own float16 operations, and
-        // what a multi-stage reduction storing partials in the type gives.
-        E::widen(s, tmp, m);
-        if (pre) {
-          for (size_t i = 0; i < m; ++i) tmp[i] = tmp[i] * ps;
-          round_to_storage<E>(tmp, m);
-        }
-        for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], tmp[i]);
-        if (k < n - 1 || avg || post) round_to_storage<E>(acc, m);
-      } else if (pre) {
-        for (size_t i = 0; i < m; ++i)
-          acc[i] = Op::apply(acc[i], static_cast<A>(E::load(s[i]) * ps));
-      } else {
-        for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], E::load(s[i]));
-      }
-    }
-    if (avg)
-      for (size_t i = 0; i < m; ++i) acc[i] = static_cast<A>(acc[i] / div);
-    if (post)
-      for (size_t i = 0; i < m; ++i) acc[i] = acc[i] * qs;
-    T* o = out + base;
-    if constexpr (E::widened) {
-      E::narrow(acc, o, m);
-    } else {
-      for (size_t i = 0; i < m; ++i) o[i] = E::store(acc[i]);
-    }
+    // The prescale is a template argument: tested inside the loop over the
+    // inputs, GCC kept the accumulators on the stack.
+    if (pre) fold_in_registers<E, Op, true>(out, in, n, count, ps, avg, div, post, qs);
+    else fold_in_registers<E, Op, false>(out, in, n, count, ps, avg, div, post, qs);
+  } else {
+    if (pre) fold_widened<E, Op, true>(out, in, n, count, ps, avg, div, post, qs);
+    else fold_widened<E, Op, false>(out, in, n, count, ps, avg, div, post, qs);
   }
 }
 

@@ -61,34 +61,39 @@ TEST(Reduce, HalfNarrowingRoundsLikeTheCompiler) {
   }
 }
 
-// Counts on both sides of the few-element path (kFew) and across blocks
-// (1537: three blocks, the last partial), 1, 2 and 5 inputs.
+// Counts below, at and past a register run (kLine: 64 bytes, 8-64
+// elements by type) and across float16 blocks (1537: three blocks of 512,
+// the last partial), 1, 2 and 5 inputs, in place on the first input and on
+// the last (a run's stores must follow all of its loads).
 TEST(Reduce, EveryTypeAndOpEveryCountPath) {
   const tandem_dtype_t types[] = {TANDEM_UINT8,   TANDEM_INT8,    TANDEM_INT32,
                                   TANDEM_INT64,   TANDEM_FLOAT16, TANDEM_BFLOAT16,
                                   TANDEM_FLOAT32, TANDEM_FLOAT64, TANDEM_BOOL};
   for (int n : {1, 2, 5}) {
-    for (size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{1537}}) {
-      for (auto t : types) {
-        for (int o = 0; o < TANDEM_OP_COUNT_; ++o) {
-          const auto op = static_cast<tandem_op_t>(o);
-          if (t == TANDEM_BOOL && op == TANDEM_AVERAGE) continue;
-          const size_t es = dtype_size(t);
-          const double pre = floating(t) ? 2.0 : 1.0, post = floating(t) ? 0.25 : 1.0;
-          std::vector<std::vector<uint8_t>> bufs(n, std::vector<uint8_t>(count * es));
-          std::vector<const void*> in(n);
-          for (int r = 0; r < n; ++r) {
-            for (size_t i = 0; i < count; ++i) put(t, bufs[r].data(), i, input_value(t, op, r, i));
-            in[r] = bufs[r].data();
-          }
-          Reduction red{t, op, pre, true, post, n};
-          reduce(bufs[n - 1].data(), in.data(), n, count, red);  // in place on one input
-          for (size_t i = 0; i < count; ++i) {
-            uint8_t want[8];
-            expected(t, op, n, i, pre, post, want);
-            ASSERT_EQ(0, std::memcmp(want, bufs[n - 1].data() + i * es, es))
-                << dtype_name(t) << " " << op_name(op) << " " << n << " inputs, count " << count
-                << ", element " << i;
+    for (size_t count : {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1537}) {
+      for (int alias : {0, n - 1}) {
+        for (auto t : types) {
+          for (int o = 0; o < TANDEM_OP_COUNT_; ++o) {
+            const auto op = static_cast<tandem_op_t>(o);
+            if (t == TANDEM_BOOL && op == TANDEM_AVERAGE) continue;
+            const size_t es = dtype_size(t);
+            const double pre = floating(t) ? 2.0 : 1.0, post = floating(t) ? 0.25 : 1.0;
+            std::vector<std::vector<uint8_t>> bufs(n, std::vector<uint8_t>(count * es));
+            std::vector<const void*> in(n);
+            for (int r = 0; r < n; ++r) {
+              for (size_t i = 0; i < count; ++i)
+                put(t, bufs[r].data(), i, input_value(t, op, r, i));
+              in[r] = bufs[r].data();
+            }
+            Reduction red{t, op, pre, true, post, n};
+            reduce(bufs[alias].data(), in.data(), n, count, red);  // in place on one input
+            for (size_t i = 0; i < count; ++i) {
+              uint8_t want[8];
+              expected(t, op, n, i, pre, post, want);
+              ASSERT_EQ(0, std::memcmp(want, bufs[alias].data() + i * es, es))
+                  << dtype_name(t) << " " << op_name(op) << " " << n << " inputs, count " << count
+                  << ", in place on input " << alias << ", element " << i;
+            }
           }
         }
       }
