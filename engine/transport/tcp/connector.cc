@@ -227,7 +227,7 @@ bool Connector::step_incoming(Incoming& in) {
   if (socket_of(j) >= 0)
     return drop("claims world rank " + std::to_string(h.world_rank) + ", already connected");
   const auto ack = encode_ack(plan_.world_rank);
-  // A fresh socket's send buffer is empty: 12 bytes always fit at once.
+  // A fresh socket's send buffer is empty: 64 bytes always fit at once.
   if (::send(in.fd.get(), ack.data(), ack.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
       static_cast<ssize_t>(ack.size()))
     throw PeerLostError("tcp setup: " + who(j) + " dropped the connection during the handshake");

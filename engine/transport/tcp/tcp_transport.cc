@@ -35,13 +35,17 @@ struct TcpTransport::Transfer {
   int peer = 0;
   int fd = -1;
   uint8_t header[kHeaderBytes] = {};  // send: our length; recv: theirs
+  uint8_t padding[kWireLine] = {};    // send: zeros; recv: where theirs land
   uint8_t* data = nullptr;
   size_t bytes = 0;
-  size_t done = 0;          // header and payload bytes moved so far
+  size_t done = 0;          // header, payload and padding bytes moved so far
   size_t limit = SIZE_MAX;  // progress() stops here for now (paced sendrecv)
   bool header_checked = false;
   Clock::time_point last_progress{};
-  size_t total() const { return kHeaderBytes + bytes; }
+  size_t total() const { return kHeaderBytes + bytes + wire_padding(bytes); }
+  size_t payload_done() const {
+    return done <= kHeaderBytes ? 0 : std::min(bytes, done - kHeaderBytes);
+  }
   bool complete() const { return done == total(); }
   bool paused() const { return !complete() && done >= limit; }
 };
@@ -49,11 +53,11 @@ struct TcpTransport::Transfer {
 namespace {
 
 void encode_length(uint8_t* out, uint64_t v) {
-  for (size_t i = 0; i < kHeaderBytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+  for (size_t i = 0; i < kLengthBytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 uint64_t decode_length(const uint8_t* p) {
   uint64_t v = 0;
-  for (size_t i = 0; i < kHeaderBytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  for (size_t i = 0; i < kLengthBytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
   return v;
 }
 
@@ -183,14 +187,21 @@ void TcpTransport::sendrecv(int to, const void* send_data, size_t send_bytes, in
 
 bool TcpTransport::progress(Transfer& t) {
   while (!t.complete() && !t.paused()) {
-    iovec iov[2];
-    int n = 0;
+    // The parts of [done, end) of the wire message: header, payload, padding.
     const size_t end = std::min(t.total(), t.limit);
-    if (t.done < kHeaderBytes) {
-      iov[n++] = {t.header + t.done, kHeaderBytes - t.done};
-      if (end > kHeaderBytes) iov[n++] = {t.data, end - kHeaderBytes};
-    } else {
-      iov[n++] = {t.data + (t.done - kHeaderBytes), end - t.done};
+    const size_t pad = wire_padding(t.bytes);
+    struct Part {
+      uint8_t* at;
+      size_t from, to;  // offsets in the wire message
+    };
+    const Part parts[3] = {{t.header, 0, kHeaderBytes},
+                           {t.data, kHeaderBytes, kHeaderBytes + t.bytes},
+                           {t.padding, kHeaderBytes + t.bytes, kHeaderBytes + t.bytes + pad}};
+    iovec iov[3];
+    int n = 0;
+    for (const Part& p : parts) {
+      const size_t from = std::max(t.done, p.from), to = std::min(end, p.to);
+      if (from < to) iov[n++] = {p.at + (from - p.from), to - from};
     }
     ssize_t r;
     if (t.is_send) {
@@ -364,8 +375,7 @@ void TcpTransport::run(Transfer* ts, int count) {
         fail(Kind::kTimeout,
              std::string("tcp ") + (t.is_send ? "send to " : "recv from ") + who(t.peer) +
                  ": no progress for " + std::to_string(timeout_.count()) + " ms (" +
-                 std::to_string(t.done > kHeaderBytes ? t.done - kHeaderBytes : 0) + " of " +
-                 std::to_string(t.bytes) +
+                 std::to_string(t.payload_done()) + " of " + std::to_string(t.bytes) +
                  " bytes moved); the peer may be stopped, hung or far behind: raise "
                  "TANDEM_TIMEOUT if it is only slow");
       }
