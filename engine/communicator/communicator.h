@@ -38,6 +38,7 @@
 #include "common/reduce.h"
 #include "common/input_source.h"
 #include "common/log.h"
+#include "shm/shm_settings.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -56,7 +57,7 @@ using TransportFactory = std::function<std::unique_ptr<Transport>(
 
 struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};     // TANDEM_TIMEOUT
-  size_t shm_chunk_bytes = size_t{256} << 10;    // TANDEM_SHM_CHUNK_BYTES
+  size_t shm_chunk_bytes = kShmChunkDefault;     // TANDEM_SHM_CHUNK_BYTES
   size_t shm_max_chunk_bytes = size_t{4} << 20;  // TANDEM_SHM_MAX_CHUNK_BYTES
   size_t shm_arena_bytes = size_t{64} << 20;     // TANDEM_SHM_ARENA_BYTES
   int shm_spin_us = 50;                          // TANDEM_SHM_SPIN_US

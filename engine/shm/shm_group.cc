@@ -23,7 +23,7 @@ constexpr size_t kSmallBytes = 4096;
 // Where the direct allreduce (single copy) beats staging, measured on a
 // 2-core VM under load (docs/engine.md): CPU time per call is what counts
 // when the CPUs are shared, and the kernel copy costs about twice a
-// memcpy per byte once the data is out of cache, while every 256 KiB step
+// memcpy per byte once the data is out of cache, while every step
 // of the staged path costs two barriers. Two ranks: from just above the
 // one-barrier size to 4 MiB. More ranks (a kernel copy per peer and
 // piece): 256 KiB to 1 MiB.
@@ -680,7 +680,7 @@ bool ShmGroup::direct_pays(size_t bytes) const {
 // Allreduce straight from the ranks' own buffers, two barriers whatever
 // the size (docs/engine.md "Where the time goes": under contention every
 // barrier costs a wake-up or a lost time slice, and the staged path takes
-// two per 256 KiB step):
+// two per step):
 //   1. publish where send and recv lie; barrier;
 //   2. rank j owns part j (split as the staged path splits a step). Piece
 //      by piece it reads every peer's part j (one kernel copy into scratch,

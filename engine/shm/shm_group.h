@@ -33,6 +33,7 @@
 #include "shm/doorbell.h"
 #include "shm/node_sync.h"
 #include "shm/segment.h"
+#include "shm/shm_settings.h"
 
 namespace tandem {
 
@@ -72,7 +73,7 @@ bool single_copy_pays(const uint64_t* direct_ns, const uint64_t* staged_ns, int 
 
 struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
-  size_t chunk_bytes = size_t{256} << 10;
+  size_t chunk_bytes = kShmChunkDefault;
   // The staged allreduce's largest step (TANDEM_SHM_MAX_CHUNK_BYTES): 4 MiB
   // got ahead of Open MPI with 4 ranks on 2 cores beside busy loops
   // (docs/engine.md "Beside busy loops"). At most chunk_bytes: fixed steps.

@@ -5,7 +5,7 @@
 namespace tandem {
 
 size_t shm_chunk_bytes_from_environment() {
-  return static_cast<size_t>(env_int(kShmChunkVariable, 256 << 10, 4096, 64 << 20));
+  return static_cast<size_t>(env_int(kShmChunkVariable, kShmChunkDefault, 4096, 64 << 20));
 }
 
 size_t shm_max_chunk_bytes_from_environment() {
