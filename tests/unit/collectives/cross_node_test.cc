@@ -320,7 +320,9 @@ TEST(CrossNodeBroadcast, EveryAlgorithmRootAndSize) {
     for (int k = 0; k < 3; ++k) {
       for (size_t bytes : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
         for (int root = 0; root < n; ++root) {
-          std::vector<bool> ok(n, false);
+          // One char per rank: vector<bool> packs the ranks' flags into one word,
+          // and the ranks' threads writing their bits at once lose each other's.
+          std::vector<char> ok(n, 0);
           run_group(n, [&](Transport& t) {
             std::vector<uint8_t> buf(bytes + 1, 0);
             if (t.rank() == root)
