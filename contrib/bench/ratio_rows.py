@@ -22,14 +22,10 @@ import argparse
 import re
 import sys
 
+# The table's own size names (1K, 4M), so that parse_size reads them back.
+from compare_table import size_name
+
 UNITS = [("G", 30), ("M", 20), ("K", 10)]
-
-
-def size_name(b):
-    for suffix, shift in UNITS:
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return "%d%s" % (b >> shift, suffix)
-    return str(b)
 
 
 def parse_size(text):
