@@ -19,7 +19,9 @@
 # With REPEAT=n the tools run n times, interleaved: per run an out-of-place
 # and an in-place table (with the load average and the steal time of the
 # run beside it), then the same of each size's best run (the machine is
-# shared; see docs/engine.md). Ratios are Tandem's busbw over Open MPI's in
+# shared; see docs/engine.md); STAT=median gives each size's median run
+# instead, STAT="best median" both (the median is the steadier judge where
+# one launch's placement moves a size by more than the tools differ). Ratios are Tandem's busbw over Open MPI's in
 # the same mode ("vs mpi"); the in-place table adds "vs any" (Open MPI's
 # better mode) and "in/out" (Tandem's own out-of-place run); under each
 # table, the sizes where a ratio is below 1.0. MODES="in" or "out" measures
@@ -38,6 +40,10 @@ build=$(cd "${1:-$root/build}" && pwd)
 sweep=${SIZES:--b 16 -e 256M -f 4}
 latency=${LATENCY:--b 8 -e 8}
 repeat=${REPEAT:-1}
+stats=${STAT:-best}
+for stat in $stats; do
+  case $stat in best|median) ;; *) echo "compare-nodes.sh: STAT must be best, median or both, not '$stat'" >&2; exit 2 ;; esac
+done
 nodes=${NODES:-2}
 modes=${MODES:-out in}
 gloo=${GLOO:-0}
@@ -119,10 +125,10 @@ for i in $(seq "$repeat"); do
   echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, steal $(steal) of CPU time during the run" >> "$run/conditions"
 done
 
-# tables TITLE RUN_DIR...: the out-of-place and the in-place table over the
-# runs given (each size's best run per tool).
+# tables STAT TITLE RUN_DIR...: the out-of-place and the in-place table
+# over the runs given (each size's best or median run per tool).
 tables() {
-  local title=$1; shift
+  local stat=$1 title=$2; shift 2
   local label d
   for label in tandem-out tandem-in tandem-shared mpi-out mpi-in gloo; do
     local files=()
@@ -132,7 +138,7 @@ tables() {
   done
   if [ -s "$out/tandem-out.all" ] || [ -s "$out/mpi-out.all" ]; then
     /usr/bin/python3 "$root/contrib/bench/compare_table.py" --title "$title, OUT OF PLACE (both sides)" \
-      --col "tandem=$out/tandem-out.all" --col "mpi tcp=$out/mpi-out.all" --ratio "vs mpi=tandem:mpi tcp"
+      --col "tandem=$out/tandem-out.all" --col "mpi tcp=$out/mpi-out.all" --ratio "vs mpi=tandem:mpi tcp" --stat "$stat"
   fi
   if [ -s "$out/tandem-in.all" ] || [ -s "$out/mpi-in.all" ] || [ -s "$out/tandem-shared.all" ]; then
     local cols=(--col "tandem -i=$out/tandem-in.all" --col "mpi tcp -i=$out/mpi-in.all")
@@ -148,7 +154,7 @@ tables() {
       cols+=(--col "gloo=$out/gloo.all"); ratios+=(--ratio "vs gloo=tandem -i:gloo")
     fi
     /usr/bin/python3 "$root/contrib/bench/compare_table.py" --title "$title, IN PLACE (both sides)" \
-      "${cols[@]}" "${ratios[@]}"
+      "${cols[@]}" "${ratios[@]}" --stat "$stat"
   fi
 }
 
@@ -156,12 +162,14 @@ what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP, time per cal
 for i in $(seq "$repeat"); do
   echo
   echo "run $i of $repeat: $(paste -sd';' "$out/run$i/conditions" | sed 's/;/; /')"
-  tables "$what" "$out/run$i"
+  tables best "$what" "$out/run$i"
 done
 if [ "$repeat" -gt 1 ]; then
-  echo
-  echo "best of $repeat runs per tool and size:"
-  tables "$what" "$out"/run*
+  for stat in $stats; do
+    echo
+    echo "$stat of $repeat runs per tool and size:"
+    tables "$stat" "$what" "$out"/run*
+  done
 fi
 if [ "$link" = 1 ]; then
   echo

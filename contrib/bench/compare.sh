@@ -13,8 +13,12 @@
 #   in/out   (in place) Tandem's own out-of-place run;
 # with the machine's load average and steal time while it was measured, and
 # under each table the sizes where a ratio is below 1.0. With REPEAT=n every
-# tool runs n times and each size shows its best run (the machine is shared;
-# see docs/engine.md). MODES="in" or MODES="out" measures one mode only.
+# tool runs n times, interleaved, and each size shows its best run (the
+# machine is shared; see docs/engine.md); STAT=median shows each size's
+# median run instead, STAT="best median" both tables (the median is the
+# steadier judge where a launch's placement on the vCPUs moves a size by
+# more than the tools differ). MODES="in" or MODES="out" measures one mode
+# only.
 #
 # Ranks are bound to CPUs as a job's are (tandem-run --bind plans as srun
 # --horovod=on does; mpirun --bind-to core, 2 ranks per core at 4 ranks);
@@ -32,7 +36,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 sweep=${SIZES:--b 16 -e 256M -f 4}
 latency=${LATENCY:--b 8 -e 8}
-repeat=${REPEAT:-1}  # runs per tool; the table keeps each size's best (lowest) time
+repeat=${REPEAT:-1}  # runs per tool; the table keeps each size's best (lowest) or median time
+stats=${STAT:-best}
+for stat in $stats; do
+  case $stat in best|median) ;; *) echo "compare.sh: STAT must be best, median or both, not '$stat'" >&2; exit 2 ;; esac
+done
 nps=${NPS:-2 4}
 modes=${MODES:-out in}
 bind=${BIND:-1}
@@ -96,15 +104,15 @@ for np in $nps; do
   state_end > "$out/state-$np.txt"
 done
 
-note() { echo "$(cat "$out/state-$1.txt"); binding: $([ "$bind" = 1 ] && echo "tandem-run --bind, mpirun --bind-to $mpi_bind" || echo none); best of $repeat$([ "$busy" = 1 ] && echo "; a busy loop per CPU beside the ranks")"; }
-for np in $nps; do
+note() { echo "$(cat "$out/state-$1.txt"); binding: $([ "$bind" = 1 ] && echo "tandem-run --bind, mpirun --bind-to $mpi_bind" || echo none); $stat of $repeat$([ "$busy" = 1 ] && echo "; a busy loop per CPU beside the ranks")"; }
+for stat in $stats; do for np in $nps; do
   if [[ " $modes " == *" out "* ]]; then
     /usr/bin/python3 "$root/contrib/bench/compare_table.py" \
       --title "float32 sum allreduce, $np ranks, OUT OF PLACE (send != recv), time per call in us (busbw GB/s)" \
       --note "$(note "$np")" \
       --col "tandem=$out/tandem-out-$np.txt" \
       --col "mpi cma=$out/mpi-cma-out-$np.txt" --col "mpi copy=$out/mpi-copy-out-$np.txt" \
-      --ratio "vs mpi=tandem:mpi cma,mpi copy"
+      --ratio "vs mpi=tandem:mpi cma,mpi copy" --stat "$stat"
   fi
   if [[ " $modes " == *" in "* ]]; then
     cols=(--col "tandem -i=$out/tandem-in-$np.txt"
@@ -122,6 +130,6 @@ for np in $nps; do
     [ "$gloo" = 1 ] && cols+=(--col "gloo=$out/gloo-$np.txt")
     /usr/bin/python3 "$root/contrib/bench/compare_table.py" \
       --title "float32 sum allreduce, $np ranks, IN PLACE (send == recv), time per call in us (busbw GB/s)" \
-      --note "$(note "$np")" "${cols[@]}" "${refs[@]}" "${ratios[@]}"
+      --note "$(note "$np")" "${cols[@]}" "${refs[@]}" "${ratios[@]}" --stat "$stat"
   fi
-done
+done; done

@@ -3,7 +3,8 @@
 
 Reads result files in tandem-bench's column format (size count type redop
 time algbw busbw check; '#' lines ignored; a file may hold several runs) and
-prints, per size, each tool's best (lowest-time) run as "time (busbw)", plus
+prints, per size, each tool's best (lowest-time) run as "time (busbw)" (with
+--stat median: the median of its runs' times, the busbw scaled to it), plus
 ratio columns: a tool's busbw over the best busbw of a reference group. Where
 busbw rounds to zero (tiny sizes) the ratio compares times instead (best
 reference time / tool time) and the row says "(time)". A failed check in any
@@ -21,19 +22,30 @@ import argparse
 import os
 
 
-def load(path):
-    rows = {}
+def load(path, stat="best"):
+    """{size: (time, busbw, check)} over the file's runs: the best run's, or
+    the median time with the busbw of that time (busbw is bytes over time,
+    so it scales inversely). A failed check in any run is kept."""
+    runs = {}
     if not os.path.exists(path):
-        return rows
+        return {}
     for line in open(path):
         f = line.split()
         if len(f) < 8 or line.startswith("#"):
             continue
-        size, row = int(f[0]), (float(f[4]), float(f[6]), f[7])
-        old = rows.get(size)
-        best = row if old is None or row[0] < old[0] else old
-        bad = [r[2] for r in (old, row) if r and r[2] not in ("ok", "-")]
-        rows[size] = (best[0], best[1], bad[0] if bad else best[2])
+        runs.setdefault(int(f[0]), []).append((float(f[4]), float(f[6]), f[7]))
+    rows = {}
+    for size, rs in runs.items():
+        rs.sort(key=lambda r: r[0])
+        bad = [r[2] for r in rs if r[2] not in ("ok", "-")]
+        if stat == "median":
+            n = len(rs)
+            t = rs[n // 2][0] if n % 2 else (rs[n // 2 - 1][0] + rs[n // 2][0]) / 2
+            bus = rs[0][1] * rs[0][0] / t if t > 0 else rs[0][1]
+            check = rs[n // 2][2]
+        else:
+            t, bus, check = rs[0]
+        rows[size] = (t, bus, bad[0] if bad else check)
     return rows
 
 
@@ -51,9 +63,11 @@ def main():
     p.add_argument("--col", action="append", required=True, help="LABEL=FILE")
     p.add_argument("--ref", action="append", default=[], help="LABEL=FILE, not printed")
     p.add_argument("--ratio", action="append", default=[], help="NAME=TOOL:REF[,REF...]")
+    p.add_argument("--stat", choices=("best", "median"), default="best",
+                   help="per size over a file's runs: the lowest time (default) or the median")
     a = p.parse_args()
     cols = [c.split("=", 1) for c in a.col]
-    data = {label: load(path) for label, path in cols + [r.split("=", 1) for r in a.ref]}
+    data = {label: load(path, a.stat) for label, path in cols + [r.split("=", 1) for r in a.ref]}
     ratios = []
     for r in a.ratio:
         name, spec = r.split("=", 1)

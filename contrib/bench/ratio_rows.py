@@ -7,16 +7,20 @@ Each row is one table (one rank count and mode of one output), its cells
 one ratio column ("vs mpi" unless --ratio names another) at every size of
 the table, bold where below 1.0, then the load and steal the script
 printed beside that table. A compare.sh output holds one table per rank
-count and mode (each size the best of its REPEAT runs); a compare-nodes.sh
-output holds one per run and mode and, with REPEAT > 1, the best-of tables
-(--best keeps only those).
+count and mode and statistic (each size the best or the median of its
+REPEAT runs, as STAT asked); a compare-nodes.sh output holds one per run
+and mode and, with REPEAT > 1, the best-of (and with STAT=median the
+median-of) tables. --stat best or --stat median keeps only the tables of
+that statistic (compare-nodes.sh: only its best-of or median-of tables);
+--best is --stat best.
 
   contrib/bench/ratio_rows.py one-node-1.txt one-node-2.txt one-node-3.txt
-  contrib/bench/ratio_rows.py --best --sizes 16,64,256,1K,4K,1M nodes-1.txt nodes-2.txt
+  contrib/bench/ratio_rows.py --stat median --sizes 16,64,256,1K,4K,1M nodes-1.txt nodes-2.txt
   contrib/bench/ratio_rows.py --ratio "vs any" --header one-node-1.txt
 
 Rows are labelled by the file's place on the command line ("1", "2", ...)
-and, in a compare-nodes.sh output, the run ("1, run 2" or "1, best of 3").
+and, in a compare-nodes.sh output, the run ("1, run 2" or "1, best of 3");
+a compare.sh median table's as "1, median of 5".
 """
 import argparse
 import re
@@ -36,7 +40,8 @@ def parse_size(text):
 
 
 def tables(text):
-    """Yields (run label, title, condition, {size: {ratio name: value}})."""
+    """Yields (run label, statistic, title, condition, {size: {ratio name:
+    value}}); the statistic is "best" or "median", or None for one run."""
     run = None
     run_condition = None
     conditions = []
@@ -48,10 +53,10 @@ def tables(text):
         if m:
             run, run_condition = "run " + m.group(1), m.group(2)
             conditions.append(m.group(2))
-        m = re.match(r"best of (\d+) runs per tool", line)
+        m = re.match(r"(best|median) of (\d+) runs per tool", line)
         if m:
             # The runs' conditions, first start to last end, most steal.
-            run, run_condition = "best of " + m.group(1), span(conditions)
+            run, run_condition = "%s of %s" % m.groups(), span(conditions)
         if not line.startswith("float32 sum allreduce, "):
             i += 1
             continue
@@ -76,7 +81,16 @@ def tables(text):
             numbers = [x for x in f[1:] if x != "(time)"]
             ratios = numbers[len(numbers) - len(names):]
             values[parse_size(f[0])] = dict(zip(names, ratios))
-        yield run, title, condition, values
+        label, stat = run, None
+        if run is None:
+            # compare.sh: the statistic is in the table's condition line.
+            m = re.search(r"; (best|median) of (\d+)", condition or "")
+            if m:
+                stat = m.group(1)
+                label = "%s of %s" % m.groups() if stat == "median" else None
+        elif not run.startswith("run "):
+            stat = run.split()[0]
+        yield label, stat, title, condition, values
 
 
 def span(conditions):
@@ -112,15 +126,17 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("outputs", nargs="+", help="saved stdout of compare.sh or compare-nodes.sh")
     p.add_argument("--ratio", default="vs mpi", help='ratio column (default "vs mpi")')
-    p.add_argument("--best", action="store_true", help="compare-nodes.sh: only the best-of tables")
+    p.add_argument("--stat", choices=("best", "median"),
+                   help="only the tables of each size's best or median run (compare-nodes.sh: its summaries)")
+    p.add_argument("--best", action="store_const", dest="stat", const="best", help="--stat best")
     p.add_argument("--header", action="store_true", help="print the table's header first")
     p.add_argument("--sizes", help="columns to keep, e.g. 16,64,256,1K,1M (default: every size)")
     args = p.parse_args()
 
     rows, sizes = [], set()
     for k, path in enumerate(args.outputs, 1):
-        for run, title, condition, values in tables(open(path).read()):
-            if args.best and not (run or "").startswith("best"):
+        for run, stat, title, condition, values in tables(open(path).read()):
+            if args.stat and stat != args.stat:
                 continue
             if not any(args.ratio in v for v in values.values()):
                 continue  # out-of-place tables have no "vs any" or "in/out"

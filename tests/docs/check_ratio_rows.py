@@ -3,8 +3,9 @@
 docs/engine.md's series rows, reads both scripts' outputs as they print
 them: the ratio columns by name (after the "(time)" marks of tiny sizes),
 bold below 1.0, sizes written 1K/4M, the load and steal beside each table,
-and compare-nodes.sh's runs and best-of tables. Exits non-zero naming the
-first row that differs."""
+compare-nodes.sh's runs and best-of and median-of tables, and compare.sh's
+median tables (STAT=median). Exits non-zero naming the first row that
+differs."""
 import os
 import subprocess
 import sys
@@ -57,6 +58,32 @@ float32 sum allreduce, 2 ranks on 2 nodes over TCP, time (us); ratio, OUT OF PLA
     16       8.0 (0.00)      8.4 (0.00)     1.05 (time)
     1M     380.0 (2.76)    402.0 (2.61)     1.06
   vs mpi below 1.0x: none
+
+median of 2 runs per tool and size:
+
+float32 sum allreduce, 2 ranks on 2 nodes over TCP, time (us); ratio, OUT OF PLACE (both sides)
+  size          tandem         mpi tcp   vs mpi
+    16       8.5 (0.00)      8.7 (0.00)     1.02 (time)
+    1M     414.5 (2.53)    402.0 (2.61)     0.97
+  vs mpi below 1.0x: 1M (0.97)
+"""
+
+# compare.sh with STAT="best median": each table twice, the statistic in
+# its condition line.
+ONE_NODE_MEDIAN = """
+float32 sum allreduce, 2 ranks, OUT OF PLACE (send != recv), time per call in us (busbw GB/s)
+load 0.50 -> 2.00, steal 0.1%, CPUs busy 90% (of 2), 600 s; binding: x; best of 5
+  size              tandem             mpi cma            mpi copy   vs mpi
+   256          0.2 (1.34)          0.2 (1.40)          0.2 (1.23)     0.96
+    1M        100.0 (10.5)        120.0 (8.74)        200.0 (5.24)     1.20
+  vs mpi below 1.0x: 256 (0.96)
+
+float32 sum allreduce, 2 ranks, OUT OF PLACE (send != recv), time per call in us (busbw GB/s)
+load 0.50 -> 2.00, steal 0.1%, CPUs busy 90% (of 2), 600 s; binding: x; median of 5
+  size              tandem             mpi cma            mpi copy   vs mpi
+   256          0.3 (1.10)          0.3 (1.00)          0.3 (0.98)     1.10
+    1M        110.0 (9.53)        130.0 (8.07)        210.0 (4.99)     1.18
+  vs mpi below 1.0x: none
 """
 
 CASES = [
@@ -87,7 +114,31 @@ CASES = [
             "| 1, run 1 | 2 ranks on 2 nodes, out of place | **0.93x** | **0.89x** | 3.35-2.49, 0% |",
             "| 1, run 2 | 2 ranks on 2 nodes, out of place | 1.12x | 1.06x | 2.49-2.29, 1% |",
             "| 1, best of 2 | 2 ranks on 2 nodes, out of place | 1.05x | 1.06x | 3.35-2.29, 1% |",
+            "| 1, median of 2 | 2 ranks on 2 nodes, out of place | 1.02x | **0.97x** | 3.35-2.29, 1% |",
         ],
+    ),
+    (
+        NODES,
+        ["--stat", "median"],
+        ["| 1, median of 2 | 2 ranks on 2 nodes, out of place | 1.02x | **0.97x** | 3.35-2.29, 1% |"],
+    ),
+    (
+        ONE_NODE_MEDIAN,
+        [],
+        [
+            "| 1 | 2 ranks, out of place | **0.96x** | 1.20x | 0.50-2.00, 0.1% |",
+            "| 1, median of 5 | 2 ranks, out of place | 1.10x | 1.18x | 0.50-2.00, 0.1% |",
+        ],
+    ),
+    (
+        ONE_NODE_MEDIAN,
+        ["--stat", "median"],
+        ["| 1, median of 5 | 2 ranks, out of place | 1.10x | 1.18x | 0.50-2.00, 0.1% |"],
+    ),
+    (
+        ONE_NODE_MEDIAN,
+        ["--best"],
+        ["| 1 | 2 ranks, out of place | **0.96x** | 1.20x | 0.50-2.00, 0.1% |"],
     ),
     (
         NODES,
