@@ -21,11 +21,11 @@
 # run beside it), then the same of each size's best run (the machine is
 # shared; see docs/engine.md); STAT=median gives each size's median run
 # instead, STAT="best median" both (the median is the steadier judge where
-# one launch's placement moves a size by more than the tools differ). Ratios are Tandem's busbw over Open MPI's in
-# the same mode ("vs mpi"); the in-place table adds "vs any" (Open MPI's
-# better mode) and "in/out" (Tandem's own out-of-place run); under each
-# table, the sizes where a ratio is below 1.0. MODES="in" or "out" measures
-# one mode only.
+# one launch's placement moves a size by more than the tools differ).
+# Ratios are Tandem's busbw over Open MPI's in the same mode ("vs mpi");
+# the in-place table adds "vs any" (Open MPI's better mode) and "in/out"
+# (Tandem's own out-of-place run); under each table, the sizes where a
+# ratio is below 1.0. MODES="in" or "out" measures one mode only.
 # GLOO=1 adds gloo (in place), SHARED=1 adds tandem-bench -s -i (send buffers in
 # the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
 # gives every tool n timed calls per size (default: each tool's own, by
@@ -42,7 +42,7 @@ latency=${LATENCY:--b 8 -e 8}
 repeat=${REPEAT:-1}
 stats=${STAT:-best}
 for stat in $stats; do
-  case $stat in best|median) ;; *) echo "compare-nodes.sh: STAT must be best, median or both, not '$stat'" >&2; exit 2 ;; esac
+  case $stat in best|median) ;; *) echo "compare-nodes.sh: STAT must be best, median or \"best median\", not '$stat'" >&2; exit 2 ;; esac
 done
 nodes=${NODES:-2}
 modes=${MODES:-out in}

@@ -39,7 +39,7 @@ latency=${LATENCY:--b 8 -e 8}
 repeat=${REPEAT:-1}  # runs per tool; the table keeps each size's best (lowest) or median time
 stats=${STAT:-best}
 for stat in $stats; do
-  case $stat in best|median) ;; *) echo "compare.sh: STAT must be best, median or both, not '$stat'" >&2; exit 2 ;; esac
+  case $stat in best|median) ;; *) echo "compare.sh: STAT must be best, median or \"best median\", not '$stat'" >&2; exit 2 ;; esac
 done
 nps=${NPS:-2 4}
 modes=${MODES:-out in}
