@@ -5,9 +5,10 @@ median) its median run, scales busbw to the median time, keeps a failed
 check of any run, and computes the ratio columns from what it printed.
 Exits non-zero naming the first line that differs."""
 import os
-import subprocess
 import sys
 import tempfile
+
+from tool_lines import differs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "contrib", "bench", "compare_table.py")
@@ -69,20 +70,12 @@ def main():
             with open(paths[name], "w") as f:
                 f.write(text)
         for args, want in CASES:
-            run = subprocess.run(
-                [sys.executable, TOOL, "--title", "t", "--col", "tandem=" + paths["tandem"],
-                 "--col", "mpi=" + paths["mpi"], "--ratio", "vs mpi=tandem:mpi", *args],
-                capture_output=True, text=True)
-            if run.returncode != 0:
-                print("compare_table.py %s failed (%d): %s" % (" ".join(args), run.returncode, run.stderr))
-                return 1
             # The title and the header line come first.
-            got = run.stdout.strip("\n").splitlines()[2:]
-            if got != want:
-                print("compare_table.py %s: expected" % " ".join(args))
-                print("\n".join(want))
-                print("got")
-                print("\n".join(got))
+            error = differs(TOOL, ["--title", "t", "--col", "tandem=" + paths["tandem"],
+                                   "--col", "mpi=" + paths["mpi"], "--ratio", "vs mpi=tandem:mpi",
+                                   *args], want, skip=2)
+            if error:
+                print(error)
                 return 1
     print("compare_table.py: %d cases as expected" % len(CASES))
     return 0

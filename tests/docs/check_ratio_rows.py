@@ -7,9 +7,10 @@ compare-nodes.sh's runs and best-of and median-of tables, and compare.sh's
 median tables (STAT=median). Exits non-zero naming the first row that
 differs."""
 import os
-import subprocess
 import sys
 import tempfile
+
+from tool_lines import differs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "contrib", "bench", "ratio_rows.py")
@@ -154,16 +155,9 @@ def main():
             path = os.path.join(tmp, "out%d.txt" % k)
             with open(path, "w") as f:
                 f.write(text)
-            run = subprocess.run([sys.executable, TOOL, *args, path], capture_output=True, text=True)
-            if run.returncode != 0:
-                print("ratio_rows.py %s failed (%d): %s" % (" ".join(args), run.returncode, run.stderr))
-                return 1
-            got = run.stdout.splitlines()
-            if got != want:
-                print("ratio_rows.py %s: expected" % " ".join(args))
-                print("\n".join(want))
-                print("got")
-                print("\n".join(got))
+            error = differs(TOOL, [*args, path], want)
+            if error:
+                print(error)
                 return 1
     print("ratio_rows.py: %d cases as expected" % len(CASES))
     return 0
