@@ -48,6 +48,12 @@ int main(int argc, char** argv) {
     const size_t bytes = sizes[i];
     char* out = malloc(bytes ? bytes : 1);
     char* in = malloc(bytes ? bytes : 1);
+    if (!out || !in) {
+      fprintf(stderr,
+              "mpi-sendrecv-bench: no memory for two buffers of %zu bytes: ask for smaller sizes\n",
+              bytes);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     memset(out, me, bytes);
     size_t iters = ((size_t)2 << 30) / (bytes ? bytes : 1);
     iters = iters < 5 ? 5 : iters > 20000 ? 20000 : iters;
