@@ -26,8 +26,7 @@ namespace tcp {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kPieceBytes = size_t{128} << 10;
 // A spin also stops when two tries lie further apart than this (a try is
-// one or two non-blocking system calls, ~1 us: the thread lost its CPU);
-// and a sleep shorter than this after a spin means the spin was in the way.
+// one or two non-blocking system calls, ~1 us: the thread lost its CPU).
 constexpr auto kSpinGap = std::chrono::microseconds(20);
 
 struct TcpTransport::Transfer {
@@ -343,7 +342,7 @@ void TcpTransport::run(Transfer* ts, int count) {
       deadline = std::min(deadline, ts[i].last_progress + timeout_);
     }
     if (n == 0) {
-      if (spinning && spun) spin_penalty_.store(0, std::memory_order_relaxed);
+      if (spinning && spun) spin_judge_.caught();
       if (!slept) tally(spun ? stats_.caught_spinning : stats_.no_wait);
       return;
     }
@@ -423,18 +422,13 @@ void TcpTransport::run(Transfer* ts, int count) {
   }
 }
 
-// The answer came right after the spin gave up: the spin itself held it
-// back (on an oversubscribed host the peer, or the softirq that delivers
-// its packet, waits for this very CPU). Stop spinning for a while, longer
-// each time in a row (10 ms doubling to 1 s), so that a loaded host pays
-// one such wait per period; one spin that catches its answer resets it.
+// The sleep after a spin ended `woke`: whether the spin was in the way
+// (spin_judge.h), and if so no call spins for the pause it gives.
 void TcpTransport::judge_spin(Clock::time_point slept, Clock::time_point woke) {
-  if (woke - slept > kSpinGap) return;  // a real wait: spinning longer would not have helped
+  const int64_t pause_ms = spin_judge_.gave_up(woke - slept);
+  if (pause_ms == 0) return;
   tally(stats_.penalties);
-  const int64_t was = spin_penalty_.load(std::memory_order_relaxed);
-  const int64_t penalty = std::min<int64_t>(was == 0 ? 10 : was * 2, 1000);
-  spin_penalty_.store(penalty, std::memory_order_relaxed);
-  no_spin_until_.store((woke + std::chrono::milliseconds(penalty)).time_since_epoch().count(),
+  no_spin_until_.store((woke + std::chrono::milliseconds(pause_ms)).time_since_epoch().count(),
                        std::memory_order_relaxed);
 }
 

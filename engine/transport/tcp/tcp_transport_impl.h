@@ -18,8 +18,8 @@
 // oversubscribed host the spin holds back whoever must run on this CPU to
 // deliver the answer (the peer, the softirq moving its packet). So a call
 // spins only while the host has no more runnable threads than CPUs
-// (spare_cpu in the .cc), and when an answer still comes right after a spin
-// gave up, the transport stops spinning for a while (judge_spin;
+// (spare_cpu in the .cc), and when answers keep coming right after a spin
+// gave up, the transport stops spinning for a while (spin_judge.h;
 // docs/tcp.md has the figures).
 //
 // Deadlines: a transfer fails with TimeoutError when it makes no progress for
@@ -55,6 +55,7 @@
 
 #include "transport/tcp/connector.h"
 #include "transport/tcp/socket.h"
+#include "transport/tcp/spin_judge.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -120,10 +121,9 @@ class TcpTransport : public Transport {
   std::vector<std::unique_ptr<PeerLink>> peers_;
   Fd wake_;  // eventfd, readable once the transport has failed
 
-  // steady_clock ticks until which no call spins, and the last such pause
-  // in ms (0: the last spin caught its answer). See judge_spin.
+  // steady_clock ticks until which no call spins. See judge_spin.
   std::atomic<int64_t> no_spin_until_{0};
-  std::atomic<int64_t> spin_penalty_{0};
+  SpinJudge spin_judge_;
   Stats stats_;
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
   std::atomic<bool> failed_{false};
