@@ -26,6 +26,12 @@
 # the in-place table adds "vs any" (Open MPI's better mode) and "in/out"
 # (Tandem's own out-of-place run); under each table, the sizes where a
 # ratio is below 1.0. MODES="in" or "out" measures one mode only.
+# PIN=1 runs each node's rank on a CPU of its own, node i on CPU i mod the
+# host's CPUs, for every tool: the namespace nodes share the host's CPUs,
+# and unpinned the scheduler sometimes puts both ranks of a 2-node run on
+# one CPU, which moves Open MPI's 1 MiB allreduce between ~0.3 and ~1.4 ms
+# from launch to launch (docs/tcp.md, "Where the time goes"); pinned, the
+# nodes are what they stand for, machines that do not share CPUs.
 # GLOO=1 adds gloo (in place), SHARED=1 adds tandem-bench -s -i (send buffers in
 # the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
 # gives every tool n timed calls per size (default: each tool's own, by
@@ -49,6 +55,8 @@ modes=${MODES:-out in}
 gloo=${GLOO:-0}
 shared=${SHARED:-0}
 link=${LINK:-1}
+pin=${PIN:-0}
+case $pin in 0|1) ;; *) echo "compare-nodes.sh: PIN must be 0 or 1, not '$pin'" >&2; exit 2 ;; esac
 iters=()
 [ -n "${ITERS:-}" ] && iters=(-n "$ITERS")
 bench=$build/tools/tandem-bench
@@ -77,6 +85,13 @@ trap cleanup EXIT
 node1=${SUBNET%.0/24}.11   # start.sh gives nodeI the address SUBNET.(10+I) on eth0
 ifname=eth0
 srunn=(timeout "${RUN_TIMEOUT:-900}" srun --immediate=30 --kill-on-bad-exit=1 -N "$nodes" -n "$nodes" --ntasks-per-node=1)
+# With PIN=1 every tool's command starts behind this prefix on its node
+# (after the plugin's own binding, which gives a lone task its whole node).
+pinned=()
+if [ "$pin" = 1 ]; then
+  # shellcheck disable=SC2016
+  pinned=(bash -c 'exec taskset -c "$(( SLURM_NODEID % '"$(nproc --all)"' ))" "$@"' pinned)
+fi
 
 # CPU time stolen by the hypervisor, percent of all CPU time since the
 # last call (the "st" of top), from /proc/stat's cpu line.
@@ -98,27 +113,27 @@ for i in $(seq "$repeat"); do
   echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" > "$run/conditions"
   echo "== run $i of $repeat ($(cat "$run/conditions"))" >&2
   if [ "$link" = 1 ]; then
-    srun --immediate=30 -N 2 -n 2 --ntasks-per-node=1 --horovod=on "$tcpbw" 256 >> "$run/link.txt"
+    srun --immediate=30 -N 2 -n 2 --ntasks-per-node=1 --horovod=on "${pinned[@]}" "$tcpbw" 256 >> "$run/link.txt"
   fi
   for sizes in "$latency" "$sweep"; do
     for mode in $modes; do
       flag=(); [ "$mode" = in ] && flag=(-i)
       # shellcheck disable=SC2086
-      "${srunn[@]}" --horovod=on "$bench" "${flag[@]}" $sizes "${iters[@]}" >> "$run/tandem-$mode.txt" ||
+      "${srunn[@]}" --horovod=on "${pinned[@]}" "$bench" "${flag[@]}" $sizes "${iters[@]}" >> "$run/tandem-$mode.txt" ||
         echo "compare-nodes.sh: tandem-bench ${flag[*]} failed or ran out of time ($sizes)" >&2
       # shellcheck disable=SC2086
       OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$ifname \
-        "${srunn[@]}" --mpi=pmix "$mpibench" "${flag[@]}" $sizes "${iters[@]}" >> "$run/mpi-$mode.txt" ||
+        "${srunn[@]}" --mpi=pmix "${pinned[@]}" "$mpibench" "${flag[@]}" $sizes "${iters[@]}" >> "$run/mpi-$mode.txt" ||
         echo "compare-nodes.sh: mpi-allreduce-bench ${flag[*]} failed or ran out of time ($sizes)" >&2
     done
     if [ "$shared" = 1 ]; then
       # shellcheck disable=SC2086
-      TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "${srunn[@]}" --horovod=on "$bench" -s -i $sizes "${iters[@]}" >> "$run/tandem-shared.txt"
+      TANDEM_SHM_ARENA_BYTES=$((512 << 20)) "${srunn[@]}" --horovod=on "${pinned[@]}" "$bench" -s -i $sizes "${iters[@]}" >> "$run/tandem-shared.txt"
     fi
     if [ "$gloo" = 1 ]; then
       # shellcheck disable=SC2086
       MASTER_ADDR=$node1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=$ifname \
-        "${srunn[@]}" /usr/bin/python3 "$root/contrib/bench/gloo_allreduce.py" --launched $sizes \
+        "${srunn[@]}" "${pinned[@]}" /usr/bin/python3 "$root/contrib/bench/gloo_allreduce.py" --launched $sizes \
         >> "$run/gloo.txt" 2>/dev/null || echo "compare-nodes.sh: gloo run failed" >&2
     fi
   done
@@ -158,7 +173,7 @@ tables() {
   fi
 }
 
-what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
+what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP$([ "$pin" = 1 ] && echo ", node i's rank pinned to CPU i mod $(nproc --all)"), time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
 for i in $(seq "$repeat"); do
   echo
   echo "run $i of $repeat: $(paste -sd';' "$out/run$i/conditions" | sed 's/;/; /')"
