@@ -26,6 +26,7 @@
 # the in-place table adds "vs any" (Open MPI's better mode) and "in/out"
 # (Tandem's own out-of-place run); under each table, the sizes where a
 # ratio is below 1.0. MODES="in" or "out" measures one mode only.
+# The output starts with each node's rank's allowed CPUs ("placement:").
 # PIN=1 runs each node's rank on a CPU of its own, node i on CPU i mod the
 # host's CPUs, for every tool: the namespace nodes share the host's CPUs,
 # and unpinned the scheduler sometimes puts both ranks of a 2-node run on
@@ -92,6 +93,10 @@ if [ "$pin" = 1 ]; then
   # shellcheck disable=SC2016
   pinned=(bash -c 'exec taskset -c "$(( SLURM_NODEID % '"$(nproc --all)"' ))" "$@"' pinned)
 fi
+# Where each node's rank runs, as the tools' ranks will: a task's allowed CPUs.
+# shellcheck disable=SC2016
+echo "placement: $("${srunn[@]}" --horovod=on "${pinned[@]}" bash -c \
+  'echo "$SLURMD_NODENAME:$(sed -n "s/^Cpus_allowed_list:\s*//p" /proc/self/status)"' | sort -V | paste -sd' ')"
 
 # CPU time stolen by the hypervisor, percent of all CPU time since the
 # last call (the "st" of top), from /proc/stat's cpu line.
@@ -173,7 +178,9 @@ tables() {
   fi
 }
 
-what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP$([ "$pin" = 1 ] && echo ", node i's rank pinned to CPU i mod $(nproc --all)"), time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
+placement=""
+[ "$pin" = 0 ] || placement=", node i's rank pinned to CPU i mod $(nproc --all)"
+what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP$placement, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
 for i in $(seq "$repeat"); do
   echo
   echo "run $i of $repeat: $(paste -sd';' "$out/run$i/conditions" | sed 's/;/; /')"
