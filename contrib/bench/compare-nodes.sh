@@ -178,9 +178,9 @@ tables() {
   fi
 }
 
-placement=""
-[ "$pin" = 0 ] || placement=", node i's rank pinned to CPU i mod $(nproc --all)"
-what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP$placement, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
+pinning=""
+[ "$pin" = 0 ] || pinning=", node i's rank pinned to CPU i mod $(nproc --all)"
+what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP$pinning, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
 for i in $(seq "$repeat"); do
   echo
   echo "run $i of $repeat: $(paste -sd';' "$out/run$i/conditions" | sed 's/;/; /')"

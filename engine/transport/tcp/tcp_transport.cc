@@ -113,11 +113,12 @@ TcpTransport::~TcpTransport() {
       line, sizeof line,
       "stats, world rank %d, group of %d, %d connected: %llu calls: %llu done without waiting, "
       "%llu caught while spinning, %llu slept (%llu sleeps, %.1f ms asleep); spins: %llu gave "
-      "up just before the answer (pauses), %llu skipped paused, %llu skipped with no spare "
-      "CPU",
+      "up just before the answer, %llu pauses after such spins in a row, %llu skipped paused, "
+      "%llu skipped with no spare CPU",
       members_[rank_], size(), links_ ? links_->connected() : 0, v(stats_.calls), v(stats_.no_wait),
       v(stats_.caught_spinning), v(stats_.calls_that_slept), v(stats_.sleeps),
-      stats_.slept_ns.load() / 1e6, v(stats_.penalties), v(stats_.paused), v(stats_.no_spare_cpu));
+      stats_.slept_ns.load() / 1e6, v(stats_.near_misses), v(stats_.penalties), v(stats_.paused),
+      v(stats_.no_spare_cpu));
   TANDEM_LOG_ALWAYS(kInfo, tcp, line);  // asked for with TANDEM_TCP_STATS
 }
 
@@ -425,6 +426,7 @@ void TcpTransport::run(Transfer* ts, int count) {
 // The sleep after a spin ended `woke`: whether the spin was in the way
 // (spin_judge.h), and if so no call spins for the pause it gives.
 void TcpTransport::judge_spin(Clock::time_point slept, Clock::time_point woke) {
+  if (woke - slept <= SpinJudge::kNearMiss) tally(stats_.near_misses);
   const int64_t pause_ms = spin_judge_.gave_up(woke - slept);
   if (pause_ms == 0) return;
   tally(stats_.penalties);

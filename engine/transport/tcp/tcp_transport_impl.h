@@ -102,7 +102,7 @@ class TcpTransport : public Transport {
   struct Stats {
     bool on = false;
     std::atomic<uint64_t> calls{0}, no_wait{0}, caught_spinning{0}, calls_that_slept{0}, sleeps{0},
-        slept_ns{0}, penalties{0}, paused{0}, no_spare_cpu{0};
+        slept_ns{0}, near_misses{0}, penalties{0}, paused{0}, no_spare_cpu{0};
   };
   void tally(std::atomic<uint64_t>& c) {
     if (stats_.on) c.fetch_add(1, std::memory_order_relaxed);
