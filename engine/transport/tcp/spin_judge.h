@@ -30,10 +30,14 @@ class SpinJudge {
   // after the spin gave up.
   static constexpr std::chrono::microseconds kNearMiss{20};
 
+  // Whether a sleep of `slept` after a spin was a near miss (the one rule,
+  // used by gave_up and by the transport's counters).
+  static bool near_miss(std::chrono::nanoseconds slept) { return slept <= kNearMiss; }
+
   // A spin gave up and the sleep after it lasted `slept`: the pause to
   // start now, in ms (0: none).
   int64_t gave_up(std::chrono::nanoseconds slept) {
-    if (slept > kNearMiss) return 0;  // a real wait: spinning longer would not have helped
+    if (!near_miss(slept)) return 0;  // a real wait: spinning longer would not have helped
     if (near_misses_.fetch_add(1, std::memory_order_relaxed) + 1 < kNearMisses) return 0;
     const int64_t was = pause_ms_.load(std::memory_order_relaxed);
     const int64_t pause = std::min<int64_t>(was == 0 ? 10 : was * 2, 1000);

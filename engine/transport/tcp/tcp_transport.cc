@@ -426,7 +426,7 @@ void TcpTransport::run(Transfer* ts, int count) {
 // The sleep after a spin ended `woke`: whether the spin was in the way
 // (spin_judge.h), and if so no call spins for the pause it gives.
 void TcpTransport::judge_spin(Clock::time_point slept, Clock::time_point woke) {
-  if (woke - slept <= SpinJudge::kNearMiss) tally(stats_.near_misses);
+  if (SpinJudge::near_miss(woke - slept)) tally(stats_.near_misses);
   const int64_t pause_ms = spin_judge_.gave_up(woke - slept);
   if (pause_ms == 0) return;
   tally(stats_.penalties);

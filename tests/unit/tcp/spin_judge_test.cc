@@ -47,6 +47,15 @@ TEST(SpinJudge, RealWaitsNeitherCountNorClear) {
   EXPECT_EQ(judge.gave_up(SpinJudge::kNearMiss + microseconds(1)), 0);
 }
 
+// The boundary is inclusive; gave_up and the transport's near-miss counter
+// both ask near_miss, so they cannot disagree about a sleep.
+TEST(SpinJudge, ANearMissIsASleepUpToTheBoundInclusive) {
+  EXPECT_TRUE(SpinJudge::near_miss(kShort));
+  EXPECT_TRUE(SpinJudge::near_miss(SpinJudge::kNearMiss));
+  EXPECT_FALSE(SpinJudge::near_miss(SpinJudge::kNearMiss + std::chrono::nanoseconds(1)));
+  EXPECT_FALSE(SpinJudge::near_miss(kLong));
+}
+
 TEST(SpinJudge, ACaughtSpinStartsOver) {
   SpinJudge judge;
   for (int i = 0; i < SpinJudge::kNearMisses + 2; ++i) judge.gave_up(kShort);  // paused at 40 ms
