@@ -171,11 +171,11 @@ void Communicator::log_setup() const {
   say(log::Subsys::shm,
       "shared memory: " + std::to_string(shm_->local_size()) + " local ranks, " +
           (shm_->local_size() == 1 ? std::string("nothing to share")
-           : shm_->single_copy()   ? std::string("single copy between ranks (CMA)")
-           : shm_->single_copy_slower()
-               ? std::string("staged through the segment (CMA permitted, measured slower here)")
-           : options_.shm_cma ? std::string("staged through the segment (CMA refused)")
-                              : std::string("staged through the segment (TANDEM_SHM_CMA=0)")) +
+           : shm_->single_copy_timed()
+               ? std::string("single copy between ranks (CMA) or staged, by size as timed here")
+           : shm_->single_copy() ? std::string("single copy between ranks (CMA)")
+           : options_.shm_cma    ? std::string("staged through the segment (CMA refused)")
+                                 : std::string("staged through the segment (TANDEM_SHM_CMA=0)")) +
           ", " + std::to_string(options_.shm_chunk_bytes >> 10) + " KiB pipeline steps");
   if (!cross_) {
     say(log::Subsys::tcp, "one node: no transport between nodes");

@@ -49,10 +49,6 @@ struct alignas(64) RankControl {
   // and the token it expects there.
   std::atomic<uint64_t> probe_addr;
   std::atomic<uint64_t> probe_token;
-  // Setup: this rank's best time of a direct and of a staged allreduce
-  // (ShmGroup::measure_single_copy).
-  std::atomic<uint64_t> direct_ns;
-  std::atomic<uint64_t> staged_ns;
   // Setup: the CPUs this rank may run on (its affinity, CPU i is bit i % 64
   // of word i / 64), so that every rank can tell whether the node's ranks
   // outnumber the CPUs they share (NodeSync::watch_peers).
@@ -81,6 +77,10 @@ struct ControlBlock {
   // allreduce, read by every rank before its first arrival in the next one,
   // so every rank of the node takes the same steps (ShmGroup::decide_step).
   alignas(64) std::atomic<uint64_t> step_bytes;
+  // Bit k: an allreduce of size class k takes the direct path (single copy)
+  // where the node may; written and read as step_bytes is
+  // (shm/path_choice.h).
+  std::atomic<uint64_t> direct_classes;
   alignas(64) std::atomic<uint32_t> wake;         // futex word: bumped when sleepers must wake
   std::atomic<uint32_t> sleepers;                 // ranks inside futex_wait
   alignas(64) std::atomic<uint32_t> abort_state;  // 0 none, 1 writing, 2 message ready

@@ -20,8 +20,10 @@ namespace {
 constexpr size_t kPage = 4096;
 // Up to this many bytes an allreduce takes the one-barrier path.
 constexpr size_t kSmallBytes = 4096;
-// Where the direct allreduce (single copy) beats staging, measured on a
-// 2-core VM under load (docs/engine.md): CPU time per call is what counts
+// Where the direct allreduce (single copy) beat staging, measured on a
+// 2-core VM under load (docs/engine.md): the fixed ranges of
+// TANDEM_SHM_CMA=2, and where TANDEM_SHM_CMA=1 starts before it has timed
+// both paths (shm/path_choice.h). CPU time per call is what counts
 // when the CPUs are shared, and the kernel copy costs about twice a
 // memcpy per byte once the data is out of cache, while every step
 // of the staged path costs two barriers. Two ranks: from just above the
@@ -37,6 +39,19 @@ constexpr size_t kDirectMaxMany = size_t{1} << 20;
 constexpr size_t kDirectPieceBytes = size_t{128} << 10;
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+bool direct_by_size(int n, size_t bytes) {
+  if (n == 2) return bytes <= kDirectMaxTwo;
+  return bytes >= kDirectMinMany && bytes <= kDirectMaxMany;
+}
+
+// The fixed ranges as size classes (bit k: 2^k bytes are in them).
+uint64_t direct_classes_by_size(int n) {
+  uint64_t bits = 0;
+  for (int k = 0; k < PathChooser::kClasses; ++k)
+    if (direct_by_size(n, size_t{1} << k)) bits |= uint64_t{1} << k;
+  return bits;
+}
 
 // Part j of m elements split among n ranks, in whole 64-byte lines where the
 // element size allows, so that no two ranks write the same cache line.
@@ -164,6 +179,7 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
     c->chunk_bytes = chunk_;
     c->arena_bytes = arena_;
     c->step_bytes.store(chunk_);
+    c->direct_classes.store(direct_classes_by_size(n_));
   }
   auto names = bootstrap.allgather(me_ == 0 ? encode(info) : Bytes{}, options.timeout);
   if (me_ != 0) {
@@ -191,10 +207,9 @@ ShmGroup::ShmGroup(Bootstrap& bootstrap, const ShmOptions& options) {
   sync_->watch_peers();
   free_[0] = arena_;
   if (options.cma != 0 && n_ > 1) probe_single_copy();
-  if (cma_ && options.cma == 1 && path_ == ShmAllreducePath::kAuto) {
-    cma_ = measure_single_copy();
-    cma_slower_ = !cma_;
-  }
+  choosing_ = cma_ && options.cma == 1 && path_ == ShmAllreducePath::kAuto;
+  if (choosing_ && me_ == 0)
+    chooser_ = std::make_unique<PathChooser>(control()->direct_classes.load());
 }
 
 // Every rank reads a token from every peer's memory and writes its own into
@@ -261,13 +276,14 @@ ShmGroup::~ShmGroup() {
         "on CPU outside waits; per call "
         "%.2f voluntary + %.2f involuntary context switches, %.2f waits (%.0f%% ready, "
         "%.0f%% spun, %.0f%% yielded, %.0f%% slept), %.1f yields, %.2f futex sleeps, "
-        "%.1f us waiting (%.1f on CPU)%s",
+        "%.1f us waiting (%.1f on CPU)%s%s",
         me_, n_, o.bytes / ops, o.ops, o.ns / ops / 1e3,
         (static_cast<double>(o.cpu_ns) - static_cast<double>(w.wait_cpu_ns)) / ops / 1e3,
         o.nvcsw / ops, o.nivcsw / ops, w.waits / ops, 100.0 * w.ready / waits,
         100.0 * w.spun / waits, 100.0 * w.yielded / waits, 100.0 * w.slept / waits, w.yields / ops,
         w.sleeps / ops, w.wait_ns / ops / 1e3, w.wait_cpu_ns / ops / 1e3,
-        o.step ? (", last staged step " + std::to_string(o.step >> 10) + " KiB").c_str() : "");
+        o.step ? (", last staged step " + std::to_string(o.step >> 10) + " KiB").c_str() : "",
+        o.direct ? (", " + std::to_string(o.direct) + " direct").c_str() : "");
     TANDEM_LOG_ALWAYS(kInfo, shm, line);  // asked for with TANDEM_SHM_STATS
   }
 }
@@ -280,6 +296,7 @@ class ShmGroup::OpTimer {
     w0_ = g_.sync_->stats();
     getrusage(RUSAGE_THREAD, &ru_);
     g_.last_step_ = 0;
+    g_.last_direct_ = false;
     cpu0_ = cpu_now();
     t0_ = std::chrono::steady_clock::now();
   }
@@ -292,6 +309,7 @@ class ShmGroup::OpTimer {
     ++o.ops;
     o.bytes += bytes_;
     if (g_.last_step_) o.step = g_.last_step_;
+    if (g_.last_direct_) ++o.direct;
     o.ns += static_cast<uint64_t>((t1 - t0_).count());
     o.nvcsw += now.ru_nvcsw - ru_.ru_nvcsw;
     o.nivcsw += now.ru_nivcsw - ru_.ru_nivcsw;
@@ -384,6 +402,53 @@ void ShmGroup::free(void* p) {
 
 void ShmGroup::barrier() { sync_->barrier("barrier"); }
 
+// Allreduce: up to kSmallBytes one barrier (allreduce_small); above, the
+// direct path or the staged one (takes_direct), both below.
+void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduction& r,
+                         const PartHook& hook, const ResultSink* sink, const InputSource* source) {
+  const size_t es = dtype_size(r.dtype);
+  if (count == 0) return;
+  OpTimer timer(*this, count * es);
+  if (source && send != recv)
+    throw InvalidArgument("allreduce: an input source needs send == recv");
+  if (source && !hook && count * es <= kSmallBytes) {
+    copy_from_source(*source, 0, static_cast<char*>(recv), count * es);
+    source = nullptr;
+  }
+  if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
+  const bool direct = !hook && takes_direct(count * es);
+  // Local rank 0 times the calls the chooser decides (their class is the
+  // size's); the time goes in at the next such call (publish_choice).
+  const bool timed = chooser_ && !hook;
+  const auto t0 =
+      timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  last_direct_ = direct;
+  if (direct) allreduce_direct(send, recv, count, r, sink, source);
+  else allreduce_staged(send, recv, count, r, hook, sink, source);
+  if (timed) {
+    const double ns = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+    pending_ = {PathChooser::size_class(count * es), direct, ns / static_cast<double>(count * es)};
+  }
+}
+
+bool ShmGroup::takes_direct(size_t bytes) const {
+  if (!cma_) return false;
+  if (!choosing_) return direct_pays(bytes);
+  const uint64_t bits = control()->direct_classes.load(std::memory_order_relaxed);
+  return (bits >> PathChooser::size_class(bytes)) & 1;
+}
+
+void ShmGroup::publish_choice() {
+  if (!chooser_ || pending_.size_class < 0) return;
+  chooser_->record(pending_.size_class, pending_.direct, pending_.ns_per_byte);
+  pending_.size_class = -1;
+  const uint64_t bits = chooser_->choices();
+  if (bits != control()->direct_classes.load(std::memory_order_relaxed))
+    control()->direct_classes.store(bits, std::memory_order_relaxed);
+}
+
 // Allreduce, per step of at most the node's step size per rank (chunk_
 // with a hook, whose parts must match other nodes'; else decide_step's):
 //   1. publish where this rank's input lies: in its arena (zero copy) or
@@ -397,20 +462,10 @@ void ShmGroup::barrier() { sync_->barrier("barrier"); }
 // output; the rest stays in cache when the chunk is small enough.
 // The first step also publishes whether this rank's call is in place on its
 // arena; when every local rank's is, all take allreduce_in_arena from there.
-void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduction& r,
-                         const PartHook& hook, const ResultSink* sink, const InputSource* source) {
+void ShmGroup::allreduce_staged(const void* send, void* recv, size_t count, const Reduction& r,
+                                const PartHook& hook, const ResultSink* sink,
+                                const InputSource* source) {
   const size_t es = dtype_size(r.dtype);
-  if (count == 0) return;
-  OpTimer timer(*this, count * es);
-  if (source && send != recv)
-    throw InvalidArgument("allreduce: an input source needs send == recv");
-  if (source && !hook && count * es <= kSmallBytes) {
-    copy_from_source(*source, 0, static_cast<char*>(recv), count * es);
-    source = nullptr;
-  }
-  if (!hook && count * es <= kSmallBytes) return allreduce_small(send, recv, count, r, sink);
-  if (!hook && cma_ && direct_pays(count * es))
-    return allreduce_direct(send, recv, count, r, sink, source);
   // From a source the input goes through the staging buffers, never in
   // place: they are reused every step and stay in cache, while an arena
   // buffer as large as the input would not (measured: 3% faster on a
@@ -455,6 +510,7 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
                                            std::memory_order_relaxed);
     sync_->barrier("allreduce (shared memory)");
     if (start == 0) {
+      if (me_ == 0 && !hook) publish_choice();
       if (adapt && me_ == 0) decide_step();
       if (probe) probe_barrier();
       bool all_in_arena = true;
@@ -609,72 +665,9 @@ void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_poin
   work_bytes_ += static_cast<double>(bytes);
 }
 
-bool single_copy_pays(const uint64_t* direct_ns, const uint64_t* staged_ns, int n) {
-  uint64_t direct = 0, staged = 0;
-  for (int j = 0; j < n; ++j) {
-    direct = std::max(direct, direct_ns[j]);
-    staged = std::max(staged, staged_ns[j]);
-  }
-  return direct < staged;
-}
-
-// Single copy saves a copy per byte, but what a kernel copy costs differs
-// by kernel and host far more than memcpy does: it pins the peer's pages on
-// every call. On one VM of ours process_vm_readv moved 16 GB/s (2 us per
-// call) against 66 GB/s for a memcpy, and the direct allreduce took twice
-// the staged one's time from 16 KiB to 4 MiB at 2 ranks, where Open MPI's
-// CMA lost the same way to its copy-in/copy-out. So the node measures:
-// every rank times both paths on a 1 MiB allreduce (the middle of the
-// sizes direct_pays gives single copy), best of four interleaved samples,
-// and the node keeps single copy only where it is faster. A few
-// milliseconds, once, at setup; the calls are real collectives every local
-// rank makes.
-bool ShmGroup::measure_single_copy() {
-  constexpr size_t kBytes = size_t{1} << 20;
-  std::vector<float> buf(kBytes / sizeof(float), 0.0f);  // sums of zeros stay zeros
-  Reduction red;
-  red.divisor = n_;
-  uint64_t best[2] = {~uint64_t{0}, ~uint64_t{0}};  // direct, staged
-  // Round 0 warms both paths up (pages backed, the staged step's first
-  // probe) and is not timed; each later sample is two calls, so that with
-  // more ranks than CPUs one scheduler slice does not decide alone.
-  for (int round = 0; round < 5; ++round)
-    for (int direct = 1; direct >= 0; --direct) {
-      path_ = direct ? ShmAllreducePath::kDirect : ShmAllreducePath::kStaged;
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int k = 0; k < 2; ++k) allreduce(buf.data(), buf.data(), buf.size(), red);
-      if (round == 0) continue;
-      const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::steady_clock::now() - t0)
-                                                .count());
-      best[direct ? 0 : 1] = std::min(best[direct ? 0 : 1], ns);
-    }
-  path_ = ShmAllreducePath::kAuto;
-  for (OpStats& o : op_stats_) o = OpStats{};  // TANDEM_SHM_STATS counts the job's calls only
-  RankControl& mine = control()->ranks[me_];
-  mine.direct_ns.store(best[0]);
-  mine.staged_ns.store(best[1]);
-  sync_->barrier("shared memory setup");
-  uint64_t direct_ns[kMaxLocalRanks], staged_ns[kMaxLocalRanks];
-  for (int j = 0; j < n_; ++j) {
-    direct_ns[j] = control()->ranks[j].direct_ns.load();
-    staged_ns[j] = control()->ranks[j].staged_ns.load();
-  }
-  const bool pays = single_copy_pays(direct_ns, staged_ns, n_);
-  if (me_ == 0)
-    TANDEM_DEBUG(shm,
-                 "single copy measured: 1 MiB allreduce x 2, slowest rank's best: direct %.1f us, "
-                 "staged %.1f us: %s",
-                 *std::max_element(direct_ns, direct_ns + n_) / 1e3,
-                 *std::max_element(staged_ns, staged_ns + n_) / 1e3,
-                 pays ? "single copy" : "staged");
-  return pays;
-}
-
 bool ShmGroup::direct_pays(size_t bytes) const {
   if (path_ != ShmAllreducePath::kAuto) return path_ == ShmAllreducePath::kDirect;
-  if (n_ == 2) return bytes <= kDirectMaxTwo;
-  return bytes >= kDirectMinMany && bytes <= kDirectMaxMany;
+  return direct_by_size(n_, bytes);
 }
 
 // Allreduce straight from the ranks' own buffers, two barriers whatever
@@ -712,6 +705,7 @@ void ShmGroup::allreduce_direct(const void* send, void* recv, size_t count, cons
   mine.send_off[b].store(segment_offset(send, bytes), std::memory_order_relaxed);
   mine.recv_off[b].store(segment_offset(recv, bytes), std::memory_order_relaxed);
   sync_->barrier(what);
+  if (me_ == 0) publish_choice();
   // A peer that died since its arrival must not be addressed by pid.
   sync_->check_alive(what);
   const char* peer_send[kMaxLocalRanks];

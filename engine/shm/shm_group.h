@@ -32,6 +32,7 @@
 #include "common/input_source.h"
 #include "shm/doorbell.h"
 #include "shm/node_sync.h"
+#include "shm/path_choice.h"
 #include "shm/segment.h"
 #include "shm/shm_settings.h"
 
@@ -65,12 +66,6 @@ size_t climb_step(size_t base, size_t most, size_t current, size_t want,
                   const double* wall_ns_per_byte);
 constexpr int kStepClasses = 16;
 
-// Whether the direct (single-copy) allreduce pays on a node, from every
-// local rank's best time of a direct and of a staged allreduce of the same
-// size: the slowest rank's direct time must beat the slowest rank's staged
-// time. Every rank decides from the same published times, so all agree.
-bool single_copy_pays(const uint64_t* direct_ns, const uint64_t* staged_ns, int n);
-
 struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = kShmChunkDefault;
@@ -82,8 +77,9 @@ struct ShmOptions {
   int spin_us = 50;
   bool stats = false;  // TANDEM_SHM_STATS
   // TANDEM_SHM_CMA: single-copy access to peers' buffers (process_vm_readv):
-  // 0 never, 1 where it works and a setup measurement shows it faster than
-  // staging (ShmGroup::measure_single_copy), 2 wherever it works.
+  // 0 never, 1 where it works, in the size classes where the node's own
+  // calls show it faster than staging (shm/path_choice.h), 2 where it works,
+  // in fixed size ranges (direct_pays).
   int cma = 1;
   ShmAllreducePath allreduce_path = ShmAllreducePath::kAuto;  // tests only
   // Tests only: how often (in staged allreduces of at least four base
@@ -107,11 +103,15 @@ class ShmGroup {
   // The step per rank the next staged allreduce without a part hook takes
   // (the same on every local rank between collectives).
   size_t staged_step_bytes() const;
-  // Whether this node reads and writes peers' private buffers directly
+  // Whether this node may read and write peers' private buffers directly
   // (shm/peer_memory.h); the same on every local rank.
   bool single_copy() const { return cma_; }
-  // Permitted, but measured slower than staging at setup (TANDEM_SHM_CMA=1).
-  bool single_copy_slower() const { return cma_slower_; }
+  // Whether it does so by size class as timing shows it faster
+  // (TANDEM_SHM_CMA=1), rather than in fixed size ranges.
+  bool single_copy_timed() const { return choosing_; }
+  // Whether this rank's last allreduce took the direct path (tests check
+  // that every local rank took the same one in every call).
+  bool last_allreduce_direct() const { return last_direct_; }
 
   // Called after this rank reduced its part of a step, with that part (in
   // place); the hierarchical allreduce reduces it across nodes here.
@@ -168,11 +168,17 @@ class ShmGroup {
  private:
   void allreduce_small(const void* send, void* recv, size_t count, const Reduction& r,
                        const ResultSink* sink);
+  void allreduce_staged(const void* send, void* recv, size_t count, const Reduction& r,
+                        const PartHook& hook, const ResultSink* sink, const InputSource* source);
   void allreduce_direct(const void* send, void* recv, size_t count, const Reduction& r,
                         const ResultSink* sink, const InputSource* source);
   void probe_single_copy();
-  bool measure_single_copy();
+  // Whether an allreduce of `bytes` without a hook takes the direct path.
+  bool takes_direct(size_t bytes) const;
   bool direct_pays(size_t bytes) const;
+  // Local rank 0, after an allreduce's first barrier: the last timed call
+  // into the chooser and its choices into the segment (shm/path_choice.h).
+  void publish_choice();
   // Where peer k's buffer at address `addr` (segment offset `off`, or
   // kNotInSegment) lies for a direct access; null when only CMA reaches it.
   char* mapped(uint64_t off) const { return off == kNotInSegment ? nullptr : seg_.base() + off; }
@@ -214,7 +220,7 @@ class ShmGroup {
   std::unique_ptr<Doorbell> doorbell_;
   uint64_t step_ = 0;
   bool cma_ = false;
-  bool cma_slower_ = false;
+  bool choosing_ = false;  // TANDEM_SHM_CMA=1: the path by size class, timed
   ShmAllreducePath path_ = ShmAllreducePath::kAuto;
   // The direct allreduce's landing space for peers' pieces: one piece per
   // peer, page aligned.
@@ -230,7 +236,8 @@ class ShmGroup {
   std::function<size_t(double, double)> step_rule_;
   uint64_t staged_calls_ = 0;
   uint64_t probes_ = 0;
-  size_t last_step_ = 0;  // for TANDEM_SHM_STATS
+  size_t last_step_ = 0;      // for TANDEM_SHM_STATS
+  bool last_direct_ = false;  // for TANDEM_SHM_STATS and tests
   // Local rank 0 only.
   size_t backed_step_ = 0;  // bytes of every staging buffer backed by memory
   bool backing_failed_ = false;
@@ -243,13 +250,21 @@ class ShmGroup {
   double wall_ns_ = 0, wall_bytes_ = 0;
   double wall_ns_per_byte_[kStepClasses] = {};
   uint64_t decisions_ = 0;
+  // The path choice (shm/path_choice.h) and its last call not yet recorded.
+  std::unique_ptr<PathChooser> chooser_;
+  struct TimedCall {
+    int size_class = -1;  // -1: none
+    bool direct = false;
+    double ns_per_byte = 0;
+  } pending_;
 
   // TANDEM_SHM_STATS: node-local collectives, their time and the context
   // switches of the calling thread during them (getrusage per call).
   // Kept per power-of-two size class of the collective.
   struct OpStats {
     uint64_t ops = 0, ns = 0, cpu_ns = 0, bytes = 0;
-    uint64_t step = 0;  // the staged allreduce's step in the last such call
+    uint64_t step = 0;    // the staged allreduce's step in the last such call
+    uint64_t direct = 0;  // calls that took the direct path
     int64_t nvcsw = 0, nivcsw = 0;
     WaitStats waits;
   };

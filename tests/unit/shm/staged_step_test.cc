@@ -16,6 +16,7 @@
 #include "bootstrap/memory_bootstrap.h"
 #include "common/reduce.h"
 #include "shm/shm_group.h"
+#include "shm_group_harness.h"
 
 namespace tandem {
 namespace testing {
@@ -71,30 +72,6 @@ TEST(StagedStep, ClimbsOnlyWhileLargerStepsMeasureFaster) {
   EXPECT_EQ(step, most);
 }
 
-// Ranks as threads of one process, each with its own ShmGroup on one node.
-void run_group(int n, const ShmOptions& o, const std::function<void(ShmGroup&, int)>& body) {
-  auto world = std::make_shared<MemoryWorld>(n);
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        MemoryBootstrap b(world, r);
-        ShmGroup g(b, o);
-        body(g, r);
-      } catch (const std::exception& e) { errors[r] = e.what(); }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
-}
-
-float input(int rank, size_t i, int call) {
-  // Values whose float sum depends on the order of addition.
-  return static_cast<float>(std::sin(0.37 * static_cast<double>(i) + rank * 1.3 + call)) *
-         (rank % 2 ? 1e4f : 1e-3f);
-}
-
 // Local rank 0 publishes a new step after every call (a test rule cycling
 // through sizes, one probe per call): every rank must take the published
 // step in every call (else parts and barriers would not match: wrong bits
@@ -131,14 +108,7 @@ TEST(StagedStep, RanksAgreeWhileTheStepChanges) {
         steps[r].push_back(g.staged_step_bytes());
         Reduction red{TANDEM_FLOAT32, TANDEM_SUM, 1.0, true, 1.0, n};
         g.allreduce(send, recv, count, red);
-        std::vector<float> ref(count);
-        std::vector<std::vector<float>> all(n, std::vector<float>(count));
-        std::vector<const void*> ins(n);
-        for (int j = 0; j < n; ++j) {
-          for (size_t i = 0; i < count; ++i) all[j][i] = input(j, i, call);
-          ins[j] = all[j].data();
-        }
-        reduce(ref.data(), ins.data(), n, count, red);
+        const std::vector<float> ref = rank_order_sum(n, count, call, red);
         ASSERT_EQ(std::memcmp(recv, ref.data(), count * sizeof(float)), 0)
             << "rank " << r << " call " << call << " count " << count << " step "
             << steps[r].back();
