@@ -435,7 +435,8 @@ void ShmGroup::allreduce(const void* send, void* recv, size_t count, const Reduc
 
 bool ShmGroup::takes_direct(size_t bytes) const {
   if (!cma_) return false;
-  if (!choosing_) return direct_pays(bytes);
+  if (path_ != ShmAllreducePath::kAuto) return path_ == ShmAllreducePath::kDirect;
+  if (!choosing_) return direct_by_size(n_, bytes);
   const uint64_t bits = control()->direct_classes.load(std::memory_order_relaxed);
   return (bits >> PathChooser::size_class(bytes)) & 1;
 }
@@ -663,11 +664,6 @@ void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_poin
   const double waited = static_cast<double>(sync_->stats().wait_ns - wait0);
   work_ns_ += std::max(0.0, all - waited);
   work_bytes_ += static_cast<double>(bytes);
-}
-
-bool ShmGroup::direct_pays(size_t bytes) const {
-  if (path_ != ShmAllreducePath::kAuto) return path_ == ShmAllreducePath::kDirect;
-  return direct_by_size(n_, bytes);
 }
 
 // Allreduce straight from the ranks' own buffers, two barriers whatever

@@ -79,7 +79,7 @@ struct ShmOptions {
   // TANDEM_SHM_CMA: single-copy access to peers' buffers (process_vm_readv):
   // 0 never, 1 where it works, in the size classes where the node's own
   // calls show it faster than staging (shm/path_choice.h), 2 where it works,
-  // in fixed size ranges (direct_pays).
+  // in fixed size ranges (ShmGroup::takes_direct).
   int cma = 1;
   ShmAllreducePath allreduce_path = ShmAllreducePath::kAuto;  // tests only
   // Tests only: how often (in staged allreduces of at least four base
@@ -175,7 +175,6 @@ class ShmGroup {
   void probe_single_copy();
   // Whether an allreduce of `bytes` without a hook takes the direct path.
   bool takes_direct(size_t bytes) const;
-  bool direct_pays(size_t bytes) const;
   // Local rank 0, after an allreduce's first barrier: the last timed call
   // into the chooser and its choices into the segment (shm/path_choice.h).
   void publish_choice();

@@ -136,19 +136,12 @@ TEST(PathChoice, RanksAgreeWhileTheChoiceChanges) {
       for (int call = 0; call < calls; ++call) {
         const size_t count = counts[call % counts.size()];
         const bool in_place = call % 4 != 0, on_arena = call % 7 == 6;
-        std::vector<float> in(count), out(count, -1.0f);
-        for (size_t i = 0; i < count; ++i) in[i] = input(r, i, call);
-        float* send = in.data();
-        float* recv = in_place ? send : out.data();
-        if (on_arena) {
-          std::memcpy(arena, in.data(), count * sizeof(float));
-          send = recv = arena;
-        }
+        CallBuffers b(r, count, call, in_place, on_arena ? arena : nullptr);
         Reduction red{TANDEM_FLOAT32, TANDEM_SUM, 1.0, true, 1.0, n};
-        g.allreduce(send, recv, count, red);
+        g.allreduce(b.send, b.recv, count, red);
         took[r].push_back(g.last_allreduce_direct());
         const std::vector<float> ref = rank_order_sum(n, count, call, red);
-        ASSERT_EQ(std::memcmp(recv, ref.data(), count * sizeof(float)), 0)
+        ASSERT_EQ(std::memcmp(b.recv, ref.data(), count * sizeof(float)), 0)
             << "rank " << r << " call " << call << " count " << count << " direct "
             << took[r].back();
         if (call % 5 == 1) {

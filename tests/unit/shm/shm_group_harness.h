@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +42,25 @@ inline float input(int rank, size_t i, int call) {
   return static_cast<float>(std::sin(0.37 * static_cast<double>(i) + rank * 1.3 + call)) *
          (rank % 2 ? 1e4f : 1e-3f);
 }
+
+// One call's buffers on one rank: its input of `call`, reduced in place,
+// into a separate buffer, or in place on `arena` (a tandem_alloc_shared
+// buffer of at least count floats).
+struct CallBuffers {
+  std::vector<float> in, out;
+  float* send = nullptr;
+  float* recv = nullptr;
+  CallBuffers(int rank, size_t count, int call, bool in_place, float* arena)
+      : in(count), out(count, -1.0f) {
+    for (size_t i = 0; i < count; ++i) in[i] = input(rank, i, call);
+    send = in.data();
+    recv = in_place ? send : out.data();
+    if (arena) {
+      std::memcpy(arena, in.data(), count * sizeof(float));
+      send = recv = arena;
+    }
+  }
+};
 
 // The sum of every rank's input of `call` in rank order.
 inline std::vector<float> rank_order_sum(int n, size_t count, int call, const Reduction& red) {

@@ -767,10 +767,10 @@ TEST(SingleCopy, SettingTurnsItOff) {
   run_world(1, {}, [](Communicator& c) { EXPECT_FALSE(c.shm_single_copy()) << "nobody to reach"; });
 }
 
-// TANDEM_SHM_CMA=1 (the default): wherever it works every local rank
-// says so alike, and takes the path the node's timing gives each size
-// (path_choice_test.cc checks the calls agree while that choice changes).
-TEST(SingleCopy, TimedChoiceIsTheNodes) {
+// TANDEM_SHM_CMA=1 (the default): every local rank says alike whether
+// single copy works (which path each call takes is the node's timed
+// choice; path_choice_test.cc checks the calls agree while it changes).
+TEST(SingleCopy, EveryLocalRankAgreesWhetherItWorks) {
   for (int size : {2, 3, 4}) {
     std::vector<int> chose(size, -1);
     run_world(size, {}, [&](Communicator& c) {
