@@ -33,6 +33,18 @@
 # one CPU, which moves Open MPI's 1 MiB allreduce between ~0.3 and ~1.4 ms
 # from launch to launch (docs/tcp.md, "Where the time goes"); pinned, the
 # nodes are what they stand for, machines that do not share CPUs.
+# CC names the TCP congestion control every node's namespace uses by default
+# for every tool (default cubic, Linux's own default; CC=host keeps what the
+# host's namespaces inherit, bbr on this VM). Between namespace nodes of one
+# host BBR is not what it is between machines: the veth link hands each
+# packet to the queue of the CPU that sends it, a flow sent from two CPUs
+# arrives out of order, and BBR then holds some connections at a fraction of
+# their speed for a whole launch (Tandem's 1 MiB allreduce 800 us against
+# 300 in 2-3 launches of 8) and paces Open MPI's large writes (its 4 MiB
+# allreduce 3.2-3.6 ms against 1.1-1.3 ms with cubic): docs/tcp.md, "Piece
+# by congestion control". Where the host does not allow CC in other
+# namespaces, the script adds it to net.ipv4.tcp_allowed_congestion_control
+# for the run and puts the list back afterwards.
 # GLOO=1 adds gloo (in place), SHARED=1 adds tandem-bench -s -i (send buffers in
 # the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
 # gives every tool n timed calls per size (default: each tool's own, by
@@ -57,6 +69,11 @@ gloo=${GLOO:-0}
 shared=${SHARED:-0}
 link=${LINK:-1}
 pin=${PIN:-0}
+cc=${CC:-cubic}
+if [ "$cc" != host ] && ! grep -qw -- "$cc" /proc/sys/net/ipv4/tcp_available_congestion_control; then
+  echo "compare-nodes.sh: CC=$cc is not a congestion control this kernel has ($(cat /proc/sys/net/ipv4/tcp_available_congestion_control)); or CC=host" >&2
+  exit 2
+fi
 case $pin in 0|1) ;; *) echo "compare-nodes.sh: PIN must be 0 or 1, not '$pin'" >&2; exit 2 ;; esac
 iters=()
 [ -n "${ITERS:-}" ] && iters=(-n "$ITERS")
@@ -72,7 +89,9 @@ done
 name=nodes$$
 cdir=$build/cluster/$name
 out=$(mktemp -d /tmp/tandem-compare-nodes.XXXXXX)
+allowed_before=""
 cleanup() {
+  [ -z "$allowed_before" ] || sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed_before" || true
   "$root/contrib/cluster/stop.sh" --name "$name" --dir "$cdir" --build "$build" >/dev/null || true
   rm -rf "$out"
 }
@@ -83,6 +102,19 @@ trap cleanup EXIT
 . "$cdir/env.sh"
 # shellcheck disable=SC1091
 . "$cdir/cluster.env"
+if [ "$cc" != host ]; then
+  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+  case " $allowed " in
+    *" $cc "*) ;;
+    *) allowed_before=$allowed
+       sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $cc" ;;
+  esac
+  for n in $(seq 1 "$nodes"); do
+    nsenter --net="/run/netns/tandem-$name-node$n" sysctl -q -w net.ipv4.tcp_congestion_control="$cc"
+  done
+fi
+congestion=$(nsenter --net="/run/netns/tandem-$name-node1" cat /proc/sys/net/ipv4/tcp_congestion_control)
+echo "congestion control: $congestion on every node (CC=$cc)"
 node1=${SUBNET%.0/24}.11   # start.sh gives nodeI the address SUBNET.(10+I) on eth0
 ifname=eth0
 srunn=(timeout "${RUN_TIMEOUT:-900}" srun --immediate=30 --kill-on-bad-exit=1 -N "$nodes" -n "$nodes" --ntasks-per-node=1)
@@ -180,7 +212,7 @@ tables() {
 
 pinning=""
 [ "$pin" = 0 ] || pinning=", node i's rank pinned to CPU i mod $(nproc --all)"
-what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP$pinning, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
+what="float32 sum allreduce, $nodes ranks on $nodes nodes over TCP ($congestion)$pinning, time per call in us (busbw GB/s); ratio = tandem busbw / other's busbw"
 for i in $(seq "$repeat"); do
   echo
   echo "run $i of $repeat: $(paste -sd';' "$out/run$i/conditions" | sed 's/;/; /')"

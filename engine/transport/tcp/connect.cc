@@ -179,7 +179,9 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
   const Identity& id = bootstrap.identity();
   const int index = check_members(id, members);
   const int n = static_cast<int>(members.size());
-  const auto spin = tcp_spin_from_environment();  // a bad value fails before any exchange
+  // Bad values fail before any exchange.
+  const auto spin = tcp_spin_from_environment();
+  const size_t piece = tcp_piece_from_environment();
   const std::vector<int> plan = planned ? checked_plan(index, n, *planned) : std::vector<int>{};
   const Agreed agreed = agree(bootstrap, timeout);
   const bool everyone = planned == nullptr || agreed.scheme == ConnectScheme::kAll;
@@ -194,7 +196,7 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
   tcp::Fd listener;
   if (n > 1) listener = listen_for(id, members, peers.size(), everyone, endpoint);
   const std::vector<Bytes> all = bootstrap.allgather(endpoint, timeout);
-  if (n == 1) return std::make_unique<tcp::TcpTransport>(0, members, nullptr, timeout, spin);
+  if (n == 1) return std::make_unique<tcp::TcpTransport>(0, members, nullptr, timeout, spin, piece);
 
   tcp::ConnectPlan cp;
   cp.world_rank = id.rank;
@@ -213,7 +215,8 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
     TANDEM_DEBUG(tcp, "group of %d: connected and authenticated at set-up (%s): %s", n,
                  everyone ? "every pair" : "the peers the algorithms use", connected.c_str());
   }
-  return std::make_unique<tcp::TcpTransport>(index, members, std::move(links), timeout, spin);
+  return std::make_unique<tcp::TcpTransport>(index, members, std::move(links), timeout, spin,
+                                             piece);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "common/errors.h"
 #include "transport/tcp/descriptors.h"
@@ -95,6 +96,13 @@ void configure_data_socket(int fd) {
   int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
     throw SystemError("tcp: setsockopt TCP_NODELAY", errno);
+}
+
+bool paces_by_estimate(int fd) {
+  char name[32] = {};
+  socklen_t len = sizeof name - 1;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return false;
+  return std::strncmp(name, "bbr", 3) == 0;
 }
 
 int pending_error(int fd) {

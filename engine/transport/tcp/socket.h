@@ -71,6 +71,14 @@ Fd accept_from(int listener, SockAddr& peer);
 // faster on loopback (docs/tcp.md).
 void configure_data_socket(int fd);
 
+// Whether the socket's congestion control paces every flow by its own
+// bandwidth estimate (BBR in any version: the name starts with "bbr"), read
+// with getsockopt(TCP_CONGESTION); false where the name cannot be read.
+// Loss-based controls (cubic, the Linux default; reno; dctcp) send a piece
+// at once as far as the window allows. The transport sizes its sendrecv
+// pieces by it (tcp_transport.cc, docs/tcp.md).
+bool paces_by_estimate(int fd);
+
 // SO_ERROR after a non-blocking connect: 0 when connected.
 int pending_error(int fd);
 

@@ -24,7 +24,10 @@ namespace tandem {
 namespace tcp {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kPieceBytes = size_t{128} << 10;
+// A sendrecv's piece where the sockets' congestion control paces by its
+// own estimate (BBR), and where it does not (run() says why).
+constexpr size_t kPacedPieceBytes = size_t{128} << 10;
+constexpr size_t kPieceBytes = size_t{1} << 20;
 // A spin also stops when two tries lie further apart than this (a try is
 // one or two non-blocking system calls, ~1 us: the thread lost its CPU).
 constexpr auto kSpinGap = std::chrono::microseconds(20);
@@ -93,11 +96,13 @@ bool spare_cpu(Clock::time_point now) {
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, std::vector<int> members, std::unique_ptr<Connector> links,
-                           std::chrono::milliseconds timeout, std::chrono::microseconds spin)
+                           std::chrono::milliseconds timeout, std::chrono::microseconds spin,
+                           size_t piece)
     : rank_(rank),
       members_(std::move(members)),
       timeout_(timeout),
       spin_(spin),
+      piece_(piece),
       links_(std::move(links)) {
   stats_.on = tcp_stats_from_environment();
   for (size_t j = 0; j < members_.size(); ++j) peers_.push_back(std::make_unique<PeerLink>());
@@ -277,20 +282,46 @@ void TcpTransport::connect_peers(Transfer* ts, int count, Clock::time_point star
   }
 }
 
+size_t TcpTransport::piece_of(const Transfer* ts) {
+  if (piece_ != 0) return piece_;
+  size_t piece = SIZE_MAX;
+  for (int i = 0; i < 2; ++i) {
+    std::atomic<size_t>& known = peers_[ts[i].peer]->piece;
+    size_t p = known.load(std::memory_order_relaxed);
+    if (p == 0) {
+      p = paces_by_estimate(ts[i].fd) ? kPacedPieceBytes : kPieceBytes;
+      known.store(p, std::memory_order_relaxed);
+    }
+    piece = std::min(piece, p);
+  }
+  return piece;
+}
+
 void TcpTransport::run(Transfer* ts, int count) {
   throw_if_failed();
   const auto start = Clock::now();
   connect_peers(ts, count, start);
+  for (int i = 0; i < count; ++i) ts[i].fd = links_->socket_of(ts[i].peer);
+  // A sendrecv moves both directions a piece at a time (each waits at a
+  // piece boundary for the other), so that one rank never runs far ahead
+  // while its peer waits to be scheduled. How big a piece pays depends on
+  // who sends the bytes. A control that paces by its own estimate (BBR)
+  // sends what the window does not take at once later, from its timer,
+  // often on another CPU: between two namespace nodes of one host, whose
+  // link hands each packet to the queue of the CPU sending it, a flow sent
+  // from two CPUs arrives out of order, and BBR, reading the duplicates as
+  // a slower path, can hold the connection at a fraction of its speed for
+  // the rest of the job; 128 KiB pieces keep each piece inside the window
+  // (a 1 MiB allreduce 293-308 us, against 670-706 by 1 MiB pieces). A
+  // loss-based control (cubic, Linux's default) sends a whole piece from
+  // the call, and there fewer, larger pieces save the steps: 1 MiB pieces
+  // took the 1 MiB allreduce 253-297 us against 297-313 by 128 KiB, 4 MiB
+  // 1109-1342 against 1462-1472 (docs/tcp.md, "Piece by congestion
+  // control").
+  const size_t piece = count == 2 ? piece_of(ts) : 0;
   for (int i = 0; i < count; ++i) {
-    ts[i].fd = links_->socket_of(ts[i].peer);
     ts[i].last_progress = start;
-    // A sendrecv moves both directions a piece at a time (each waits at a
-    // piece boundary for the other), 128 KiB: a piece of 256 KiB or more
-    // lets one rank run ahead while its peer, often on the same CPU of a
-    // small VM, waits to be scheduled; between two namespace nodes a 256
-    // KiB sendrecv took 0.12-0.25 ms paced by 128 KiB against 0.46-0.91 ms
-    // by 512 KiB (docs/tcp.md).
-    if (count == 2) ts[i].limit = kHeaderBytes + kPieceBytes;
+    if (count == 2) ts[i].limit = kHeaderBytes + piece;
     if (ts[i].is_send) encode_length(ts[i].header, ts[i].bytes);
     progress(ts[i]);
   }
@@ -327,7 +358,7 @@ void TcpTransport::run(Transfer* ts, int count) {
     if (any_paused && all_paused) {
       for (int i = 0; i < count; ++i) {
         if (ts[i].complete()) continue;
-        ts[i].limit += kPieceBytes;
+        ts[i].limit += piece;
         ts[i].last_progress = Clock::now();
         progress(ts[i]);
       }
@@ -494,6 +525,15 @@ void TcpTransport::abort(const std::string& why) {
 bool tcp_stats_from_environment() {
   const std::string v = env_string(kStatsVariable, "0");
   return parse_bool_setting(kStatsVariable, v.c_str());
+}
+
+size_t tcp_piece_from_environment() {
+  const int64_t v = env_int(kPieceVariable, 0, 0, int64_t{1} << 40);
+  if (v != 0 && v < 4096)
+    throw InvalidArgument(std::string(kPieceVariable) + "=" + std::to_string(v) +
+                          " is too small a piece; expected 0 (chosen by the congestion control) "
+                          "or at least 4096 bytes");
+  return static_cast<size_t>(v);
 }
 
 std::chrono::microseconds tcp_spin_from_environment() {

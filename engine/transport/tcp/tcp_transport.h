@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,14 @@ ConnectScheme connect_scheme_from_environment();
 constexpr const char* kSpinVariable = "TANDEM_TCP_SPIN_US";
 constexpr int kDefaultSpinUs = 100;
 std::chrono::microseconds tcp_spin_from_environment();
+
+// TANDEM_TCP_PIECE_BYTES: the piece by which a sendrecv moves both
+// directions in step (tcp_transport.cc). 0, the default: chosen per pair of
+// sockets from their congestion control, 128 KiB where it paces by its own
+// estimate (BBR), 1 MiB otherwise (docs/tcp.md has the measurements). Else
+// that many bytes, at least 4096.
+constexpr const char* kPieceVariable = "TANDEM_TCP_PIECE_BYTES";
+size_t tcp_piece_from_environment();
 
 // TANDEM_TCP_STATS=1: each transport prints, when it is destroyed, how its
 // calls waited (done at once, caught while spinning, slept and how long,

@@ -64,6 +64,8 @@ namespace tcp {
 struct PeerLink {
   std::mutex send_mu;
   std::mutex recv_mu;
+  // The sendrecv piece its socket asks for, found on first use (0: not yet).
+  std::atomic<size_t> piece{0};
 };
 
 class TcpTransport : public Transport {
@@ -72,7 +74,8 @@ class TcpTransport : public Transport {
   // first use; null for a group of one.
   TcpTransport(int rank, std::vector<int> members, std::unique_ptr<Connector> links,
                std::chrono::milliseconds timeout,
-               std::chrono::microseconds spin = std::chrono::microseconds(0));
+               std::chrono::microseconds spin = std::chrono::microseconds(0),
+               size_t piece = 0);
   ~TcpTransport() override;
 
   int rank() const override { return rank_; }
@@ -96,6 +99,10 @@ class TcpTransport : public Transport {
   // links_->serve(), its errors made this transport's failure.
   void serve_links();
   bool progress(Transfer& t);  // true when complete
+  // The piece of a sendrecv between the peers of ts[0] and ts[1]: the
+  // setting, else the smaller of what their sockets' congestion controls
+  // ask for.
+  size_t piece_of(const Transfer* ts);
   void judge_spin(std::chrono::steady_clock::time_point slept,
                   std::chrono::steady_clock::time_point woke);
   // TANDEM_TCP_STATS=1: how calls waited, printed when the transport goes.
@@ -117,6 +124,7 @@ class TcpTransport : public Transport {
   const std::vector<int> members_;
   const std::chrono::milliseconds timeout_;
   const std::chrono::microseconds spin_;
+  const size_t piece_;  // TANDEM_TCP_PIECE_BYTES; 0: by congestion control
   std::unique_ptr<Connector> links_;
   std::vector<std::unique_ptr<PeerLink>> peers_;
   Fd wake_;  // eventfd, readable once the transport has failed

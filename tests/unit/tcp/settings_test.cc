@@ -109,6 +109,23 @@ TEST(TcpSettings, SpinAndStatsAreStrict) {
   EXPECT_THAT(message_of([] { tcp_stats_from_environment(); }), HasSubstr("TANDEM_TCP_STATS"));
 }
 
+TEST(TcpSettings, PieceIsZeroOrAtLeastAPage) {
+  ::unsetenv(kPieceVariable);
+  EXPECT_EQ(tcp_piece_from_environment(), 0u);
+  EnvGuard g(kPieceVariable, "65536");
+  EXPECT_EQ(tcp_piece_from_environment(), 65536u);
+  ::setenv(kPieceVariable, "0", 1);
+  EXPECT_EQ(tcp_piece_from_environment(), 0u);
+  ::setenv(kPieceVariable, "100", 1);
+  EXPECT_THAT(message_of([] { tcp_piece_from_environment(); }),
+              HasSubstr("TANDEM_TCP_PIECE_BYTES=100 is too small"));
+  for (const char* bad : {"-1", "1M", "1.5"}) {
+    ::setenv(kPieceVariable, bad, 1);
+    EXPECT_THAT(message_of([] { tcp_piece_from_environment(); }),
+                HasSubstr(std::string("TANDEM_TCP_PIECE_BYTES='") + bad + "'"));
+  }
+}
+
 TEST(TcpSettings, ConnectSchemeIsStrict) {
   ::unsetenv(kConnectVariable);
   EXPECT_EQ(connect_scheme_from_environment(), ConnectScheme::kPlanned);

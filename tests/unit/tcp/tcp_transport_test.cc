@@ -4,8 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <chrono>
+#include <cerrno>
+#include <cstring>
+#include <utility>
 #include <filesystem>
 #include <thread>
 
@@ -13,6 +19,7 @@
 #include "collectives/partners.h"
 #include "common/errors.h"
 #include "tests/unit/tcp/thread_ranks.h"
+#include "transport/tcp/socket.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace tandem {
@@ -140,6 +147,49 @@ TEST(TcpRing, PairwiseExchangeWithSamePeer) {
     expect.resize(recv_bytes);
     EXPECT_EQ(first_difference(in, expect), -1);
   });
+}
+
+// Which congestion control paces by its own estimate is read from the
+// socket: BBR does, reno and cubic do not. A control this kernel lacks (or
+// may not be set without privilege) is left out; reno is always there.
+TEST(TcpPiece, PacingIsReadFromTheSocketsCongestionControl) {
+  const std::pair<const char*, bool> controls[] = {{"reno", false}, {"cubic", false}, {"bbr", true}};
+  int tried = 0;
+  for (const auto& [name, paces] : controls) {
+    tcp::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(fd.valid());
+    if (::setsockopt(fd.get(), IPPROTO_TCP, TCP_CONGESTION, name, std::strlen(name)) != 0) {
+      ASSERT_STRNE(name, "reno") << std::strerror(errno);
+      continue;
+    }
+    ++tried;
+    EXPECT_EQ(tcp::paces_by_estimate(fd.get()), paces) << name;
+  }
+  EXPECT_GE(tried, 1);
+  EXPECT_FALSE(tcp::paces_by_estimate(-1));
+}
+
+// A pairwise exchange of unequal sizes, neither a multiple of the piece,
+// arrives intact whatever piece the two directions move by in step: the
+// setting (a page, the paced 128 KiB, 1 MiB) and the choice by congestion
+// control (0).
+TEST(TcpPiece, PairwiseExchangeIsIntactForEveryPiece) {
+  for (const char* piece : {"4096", "131072", "1048576", "0"}) {
+    ::setenv(kPieceVariable, piece, 1);
+    run_ranks(2, [&](int rank, Bootstrap& b) {
+      auto t = connect_tcp(b, {0, 1}, kTimeout);
+      const size_t big = (size_t{3} << 20) + 5, small = (size_t{1} << 20) + 3;
+      const size_t send_bytes = rank == 0 ? big : small, recv_bytes = rank == 0 ? small : big;
+      for (int round = 0; round < 3; ++round) {
+        auto out = pattern(send_bytes, 10 * round + rank);
+        std::vector<uint8_t> in(recv_bytes, 0xEE);
+        t->sendrecv(1 - rank, out.data(), send_bytes, 1 - rank, in.data(), recv_bytes);
+        EXPECT_EQ(first_difference(in, pattern(recv_bytes, 10 * round + 1 - rank)), -1)
+            << "piece " << piece << ", round " << round;
+      }
+    });
+  }
+  ::unsetenv(kPieceVariable);
 }
 
 // Messages keep their order and boundaries, sizes varying from 0 up.
