@@ -74,8 +74,7 @@ class TcpTransport : public Transport {
   // first use; null for a group of one.
   TcpTransport(int rank, std::vector<int> members, std::unique_ptr<Connector> links,
                std::chrono::milliseconds timeout,
-               std::chrono::microseconds spin = std::chrono::microseconds(0),
-               size_t piece = 0);
+               std::chrono::microseconds spin = std::chrono::microseconds(0), size_t piece = 0);
   ~TcpTransport() override;
 
   int rank() const override { return rank_; }

@@ -153,7 +153,8 @@ TEST(TcpRing, PairwiseExchangeWithSamePeer) {
 // socket: BBR does, reno and cubic do not. A control this kernel lacks (or
 // may not be set without privilege) is left out; reno is always there.
 TEST(TcpPiece, PacingIsReadFromTheSocketsCongestionControl) {
-  const std::pair<const char*, bool> controls[] = {{"reno", false}, {"cubic", false}, {"bbr", true}};
+  const std::pair<const char*, bool> controls[] = {
+      {"reno", false}, {"cubic", false}, {"bbr", true}};
   int tried = 0;
   for (const auto& [name, paces] : controls) {
     tcp::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
