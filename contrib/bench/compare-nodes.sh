@@ -42,9 +42,7 @@
 # their speed for a whole launch (Tandem's 1 MiB allreduce 800 us against
 # 300 in 2-3 launches of 8) and paces Open MPI's large writes (its 4 MiB
 # allreduce 3.2-3.6 ms against 1.1-1.3 ms with cubic): docs/tcp.md, "Piece
-# by congestion control". Where the host does not allow CC in other
-# namespaces, the script adds it to net.ipv4.tcp_allowed_congestion_control
-# for the run and puts the list back afterwards.
+# by congestion control". The cluster sets it (start.sh --tcp-congestion).
 # GLOO=1 adds gloo (in place), SHARED=1 adds tandem-bench -s -i (send buffers in
 # the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
 # gives every tool n timed calls per size (default: each tool's own, by
@@ -89,30 +87,19 @@ done
 name=nodes$$
 cdir=$build/cluster/$name
 out=$(mktemp -d /tmp/tandem-compare-nodes.XXXXXX)
-allowed_before=""
 cleanup() {
-  [ -z "$allowed_before" ] || sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed_before" || true
   "$root/contrib/cluster/stop.sh" --name "$name" --dir "$cdir" --build "$build" >/dev/null || true
   rm -rf "$out"
 }
 trap cleanup EXIT
+congestion_arg=()
+[ "$cc" = host ] || congestion_arg=(--tcp-congestion "$cc")
 "$root/contrib/cluster/start.sh" --name "$name" --dir "$cdir" --build "$build" \
-  --nodes "$nodes" --cpus 8 --gpus 0 >&2
+  --nodes "$nodes" --cpus 8 --gpus 0 "${congestion_arg[@]}" >&2
 # shellcheck disable=SC1091
 . "$cdir/env.sh"
 # shellcheck disable=SC1091
 . "$cdir/cluster.env"
-if [ "$cc" != host ]; then
-  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
-  case " $allowed " in
-    *" $cc "*) ;;
-    *) allowed_before=$allowed
-       sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $cc" ;;
-  esac
-  for n in $(seq 1 "$nodes"); do
-    nsenter --net="/run/netns/tandem-$name-node$n" sysctl -q -w net.ipv4.tcp_congestion_control="$cc"
-  done
-fi
 congestion=$(nsenter --net="/run/netns/tandem-$name-node1" cat /proc/sys/net/ipv4/tcp_congestion_control)
 echo "congestion control: $congestion on every node (CC=$cc)"
 node1=${SUBNET%.0/24}.11   # start.sh gives nodeI the address SUBNET.(10+I) on eth0

@@ -9,12 +9,17 @@
 #
 #   contrib/bench/quick-nodes.sh [BUILD_DIR]            (default: build)
 #   NODES_LIST="2" ROUNDS=3 contrib/bench/quick-nodes.sh
+# CC: every node's TCP congestion control, as in compare-nodes.sh (default
+# cubic; CC=host keeps the host's).
 # The full sweep is contrib/bench/compare-nodes.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 nodes_list=${NODES_LIST:-2 8}
 rounds=${ROUNDS:-2}
+cc=${CC:-cubic}
+congestion_arg=()
+[ "$cc" = host ] || congestion_arg=(--tcp-congestion "$cc")
 bench=$build/tools/tandem-bench
 mpibench=$build/tools/mpi-allreduce-bench
 for x in "$bench" "$mpibench"; do
@@ -38,7 +43,7 @@ for n in $nodes_list; do
   name=quick$$n$n
   cdir=$build/cluster/$name
   "$root/contrib/cluster/start.sh" --name "$name" --dir "$cdir" --build "$build" \
-    --nodes "$n" --cpus 8 --gpus 0 >/dev/null
+    --nodes "$n" --cpus 8 --gpus 0 "${congestion_arg[@]}" >/dev/null
   # shellcheck disable=SC1091
   . "$cdir/env.sh"
   srunn=(srun --immediate=30 --kill-on-bad-exit=1 -N "$n" -n "$n" --ntasks-per-node=1)
@@ -61,7 +66,8 @@ for n in $nodes_list; do
     done
   done
   steal=$(echo "$cpu0 $(stat_cpu)" | awk '{dt = $3 - $1; printf "%.0f", (dt > 0 ? 100 * ($4 - $2) / dt : 0)}')
-  echo "$n nodes: load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end, steal $steal%" \
+  congestion=$(ip netns exec "tandem-$name-node1" cat /proc/sys/net/ipv4/tcp_congestion_control)
+  echo "$n nodes ($congestion): load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end, steal $steal%" \
     > "$out/conditions-$n.txt"
   stop_cluster
 done

@@ -23,6 +23,10 @@ start.sh only:
                      build tree's plugin (e.g. /etc/slurm/plugstack.conf: what a
                      package installed); no build tree is needed then
   --timeout S        seconds to wait for every node to be idle (default 30)
+  --tcp-congestion CC  every node's default TCP congestion control (e.g. cubic;
+                     default: what the host's namespaces inherit). Where the host
+                     does not allow CC outside its own namespace, it is added to
+                     net.ipv4.tcp_allowed_congestion_control until stop.sh
 EOF
 }
 
@@ -31,7 +35,7 @@ cluster_parse_args() {
   build=${BUILD:-$root/build}
   name=${TANDEM_CLUSTER_NAME:-}
   dir=${TANDEM_CLUSTER_DIR:-}
-  nodes=3 cpus=8 gpus=4 wait_s=30 plugstack=""
+  nodes=3 cpus=8 gpus=4 wait_s=30 plugstack="" tcp_congestion=""
   # shellcheck disable=SC2206
   plugin_args=(${TANDEM_PLUGIN_ARGS:-})
   while [ $# -gt 0 ]; do
@@ -45,6 +49,7 @@ cluster_parse_args() {
       --plugin-arg) plugin_args+=("$2"); shift 2 ;;
       --plugstack) plugstack=$2; shift 2 ;;
       --timeout) wait_s=$2; shift 2 ;;
+      --tcp-congestion) tcp_congestion=$2; shift 2 ;;
       -h|--help) cluster_usage; exit 0 ;;
       *) echo "$(basename "$0"): unknown argument '$1'" >&2; cluster_usage >&2; exit 2 ;;
     esac

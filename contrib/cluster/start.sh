@@ -101,6 +101,25 @@ for n in $(seq 1 "$nodes"); do
   mkdir -p "$dir/nodes/node$n"/{spool,tmp}
 done
 
+# A namespace outside the host's may only default to a congestion control
+# the host allows; the list is put back by stop.sh.
+if [ -n "$tcp_congestion" ]; then
+  if ! grep -qw -- "$tcp_congestion" /proc/sys/net/ipv4/tcp_available_congestion_control; then
+    echo "$me: --tcp-congestion $tcp_congestion: this kernel has only" \
+         "$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)" >&2
+    exit 2
+  fi
+  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+  case " $allowed " in
+    *" $tcp_congestion "*) ;;
+    *) echo "$allowed" > "$dir/allowed_congestion_before"
+       sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $tcp_congestion" ;;
+  esac
+  for n in $(seq 1 "$nodes"); do
+    nsenter --net="/run/netns/$netns_prefix$n" sysctl -q -w net.ipv4.tcp_congestion_control="$tcp_congestion"
+  done
+fi
+
 # ---------------------------------------------------------------- fake GPUs
 # Character devices (NVIDIA's major 195): gres/gpu ignores plain files and
 # then sets no CUDA_VISIBLE_DEVICES.

@@ -42,6 +42,12 @@ kill_all $ctld $children
 # Deleting a namespace destroys its veth pairs; the bridge goes by alias.
 for br in $(cluster_bridges); do ip link delete "$br" 2>/dev/null; done
 
+# The host's list of allowed congestion controls, as it was before start.sh
+# --tcp-congestion widened it.
+if [ -f "$dir/allowed_congestion_before" ]; then
+  sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$(cat "$dir/allowed_congestion_before")"
+fi
+
 # State directory: only a directory start.sh made (it holds cluster.env or
 # slurm.conf), never an arbitrary --dir.
 if [ -d "$dir" ]; then
