@@ -193,6 +193,29 @@ TEST(TcpPiece, PairwiseExchangeIsIntactForEveryPiece) {
   ::unsetenv(kPieceVariable);
 }
 
+// The same in a ring (each rank sends to the next and receives from the
+// previous, so the two directions of a call use different sockets), 4
+// ranks, 3 MiB + 5 bytes a call, for each piece.
+TEST(TcpPiece, RingIsIntactForEveryPiece) {
+  const int n = 4;
+  const size_t bytes = (size_t{3} << 20) + 5;
+  for (const char* piece : {"4096", "131072", "1048576", "0"}) {
+    ::setenv(kPieceVariable, piece, 1);
+    run_ranks(n, [&](int rank, Bootstrap& b) {
+      auto t = connect_tcp(b, iota_members(n), kTimeout);
+      const int from = (rank + n - 1) % n;
+      for (int round = 0; round < 2; ++round) {
+        auto out = pattern(bytes, 10 * round + rank);
+        std::vector<uint8_t> in(bytes, 0xEE);
+        t->sendrecv((rank + 1) % n, out.data(), bytes, from, in.data(), bytes);
+        EXPECT_EQ(first_difference(in, pattern(bytes, 10 * round + from)), -1)
+            << "piece " << piece << ", round " << round;
+      }
+    });
+  }
+  ::unsetenv(kPieceVariable);
+}
+
 // Messages keep their order and boundaries, sizes varying from 0 up.
 TEST(TcpOrder, ManyMessagesArriveInOrder) {
   run_ranks(2, [&](int rank, Bootstrap& b) {
