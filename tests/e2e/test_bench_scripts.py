@@ -42,9 +42,19 @@ def tables(stdout):
     return found
 
 
+ALLOWED = pathlib.Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+HOST_DEFAULT = pathlib.Path("/proc/sys/net/ipv4/tcp_congestion_control")
+
+
 def test_pinned_runs_each_node_on_its_own_cpu_and_prints_every_table(build_dir):
+    allowed_before = ALLOWED.read_text()
     r = compare_nodes(build_dir, PIN="1", REPEAT="2", STAT="best median", LINK="1")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # CC defaults to cubic in every node's namespace, for both tools, and
+    # the host's list of allowed controls is as it was afterwards.
+    assert "congestion control: cubic on every node (CC=cubic)" in r.stdout, r.stdout[:2000]
+    assert "over TCP (cubic)" in r.stdout
+    assert ALLOWED.read_text() == allowed_before
     placement = re.search(r"^placement: (.*)$", r.stdout, re.M)
     assert placement, r.stdout[:2000]
     cpus = dict(item.split(":") for item in placement.group(1).split())
@@ -65,9 +75,12 @@ def test_pinned_runs_each_node_on_its_own_cpu_and_prints_every_table(build_dir):
 
 
 def test_default_is_unpinned_and_still_prints_its_tables(build_dir):
-    r = compare_nodes(build_dir, REPEAT="1", MODES="in", LINK="0")
+    r = compare_nodes(build_dir, REPEAT="1", MODES="in", LINK="0", CC="host")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "pinned" not in r.stdout
+    # CC=host: the nodes keep what a new namespace inherits from the host.
+    host = HOST_DEFAULT.read_text().strip()
+    assert f"congestion control: {host} on every node (CC=host)" in r.stdout, r.stdout[:2000]
     placement = re.search(r"^placement: (.*)$", r.stdout, re.M)
     assert placement and "node1:" in placement.group(1) and "node2:" in placement.group(1), r.stdout
     got = tables(r.stdout)
@@ -81,3 +94,7 @@ def test_a_bad_setting_fails_before_anything_runs(build_dir):
         assert r.returncode == 2, (name, r.stdout, r.stderr)
         assert f"{name} must be" in r.stderr and value in r.stderr, r.stderr
         assert "placement" not in r.stdout
+    r = compare_nodes(build_dir, CC="nosuchcc")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "CC=nosuchcc is not a congestion control this kernel has" in r.stderr, r.stderr
+    assert "placement" not in r.stdout
