@@ -66,7 +66,7 @@ for n in $nodes_list; do
     done
   done
   steal=$(echo "$cpu0 $(stat_cpu)" | awk '{dt = $3 - $1; printf "%.0f", (dt > 0 ? 100 * ($4 - $2) / dt : 0)}')
-  congestion=$(ip netns exec "tandem-$name-node1" cat /proc/sys/net/ipv4/tcp_congestion_control)
+  congestion=$(nsenter --net="/run/netns/tandem-$name-node1" cat /proc/sys/net/ipv4/tcp_congestion_control)
   echo "$n nodes ($congestion): load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end, steal $steal%" \
     > "$out/conditions-$n.txt"
   stop_cluster

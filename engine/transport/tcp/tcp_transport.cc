@@ -24,10 +24,6 @@ namespace tandem {
 namespace tcp {
 
 using Clock = std::chrono::steady_clock;
-// A sendrecv's piece where the sockets' congestion control paces by its
-// own estimate (BBR), and where it does not (run() says why).
-constexpr size_t kPacedPieceBytes = size_t{128} << 10;
-constexpr size_t kPieceBytes = size_t{1} << 20;
 // A spin also stops when two tries lie further apart than this (a try is
 // one or two non-blocking system calls, ~1 us: the thread lost its CPU).
 constexpr auto kSpinGap = std::chrono::microseconds(20);
@@ -284,17 +280,17 @@ void TcpTransport::connect_peers(Transfer* ts, int count, Clock::time_point star
 
 size_t TcpTransport::piece_of(const Transfer* ts) {
   if (piece_ != 0) return piece_;
-  size_t piece = SIZE_MAX;
+  bool paces[2];
   for (int i = 0; i < 2; ++i) {
-    std::atomic<size_t>& known = peers_[ts[i].peer]->piece;
-    size_t p = known.load(std::memory_order_relaxed);
-    if (p == 0) {
-      p = paces_by_estimate(ts[i].fd) ? kPacedPieceBytes : kPieceBytes;
+    std::atomic<int>& known = peers_[ts[i].peer]->paces;
+    int p = known.load(std::memory_order_relaxed);
+    if (p < 0) {
+      p = paces_by_estimate(ts[i].fd) ? 1 : 0;
       known.store(p, std::memory_order_relaxed);
     }
-    piece = std::min(piece, p);
+    paces[i] = p == 1;
   }
-  return piece;
+  return sendrecv_piece(piece_, paces[0], paces[1]);
 }
 
 void TcpTransport::run(Transfer* ts, int count) {
@@ -525,6 +521,11 @@ void TcpTransport::abort(const std::string& why) {
 bool tcp_stats_from_environment() {
   const std::string v = env_string(kStatsVariable, "0");
   return parse_bool_setting(kStatsVariable, v.c_str());
+}
+
+size_t sendrecv_piece(size_t setting, bool to_paces, bool from_paces) {
+  if (setting != 0) return setting;
+  return to_paces || from_paces ? kPacedPieceBytes : kUnpacedPieceBytes;
 }
 
 size_t tcp_piece_from_environment() {

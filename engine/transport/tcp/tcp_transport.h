@@ -56,6 +56,12 @@ std::chrono::microseconds tcp_spin_from_environment();
 // that many bytes, at least 4096.
 constexpr const char* kPieceVariable = "TANDEM_TCP_PIECE_BYTES";
 size_t tcp_piece_from_environment();
+constexpr size_t kPacedPieceBytes = size_t{128} << 10;
+constexpr size_t kUnpacedPieceBytes = size_t{1} << 20;
+// The piece of one sendrecv: the setting when it is not 0, else
+// kPacedPieceBytes where either socket's control paces by its own
+// estimate, kUnpacedPieceBytes where neither does.
+size_t sendrecv_piece(size_t setting, bool to_paces, bool from_paces);
 
 // TANDEM_TCP_STATS=1: each transport prints, when it is destroyed, how its
 // calls waited (done at once, caught while spinning, slept and how long,

@@ -64,8 +64,9 @@ namespace tcp {
 struct PeerLink {
   std::mutex send_mu;
   std::mutex recv_mu;
-  // The sendrecv piece its socket asks for, found on first use (0: not yet).
-  std::atomic<size_t> piece{0};
+  // Whether its socket's congestion control paces by its own estimate,
+  // read on the first sendrecv with it (-1: not yet).
+  std::atomic<int> paces{-1};
 };
 
 class TcpTransport : public Transport {
@@ -98,9 +99,8 @@ class TcpTransport : public Transport {
   // links_->serve(), its errors made this transport's failure.
   void serve_links();
   bool progress(Transfer& t);  // true when complete
-  // The piece of a sendrecv between the peers of ts[0] and ts[1]: the
-  // setting, else the smaller of what their sockets' congestion controls
-  // ask for.
+  // The piece of a sendrecv between the peers of ts[0] and ts[1]
+  // (sendrecv_piece, from their sockets' congestion controls).
   size_t piece_of(const Transfer* ts);
   void judge_spin(std::chrono::steady_clock::time_point slept,
                   std::chrono::steady_clock::time_point woke);

@@ -8,12 +8,12 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <utility>
 #include <filesystem>
 #include <thread>
+#include <utility>
 
 #include "collectives/collectives.h"
 #include "collectives/partners.h"
@@ -168,6 +168,18 @@ TEST(TcpPiece, PacingIsReadFromTheSocketsCongestionControl) {
   }
   EXPECT_GE(tried, 1);
   EXPECT_FALSE(tcp::paces_by_estimate(-1));
+}
+
+// The rule: a setting wins; else a control that paces on either socket
+// gives the small piece, none the large one.
+TEST(TcpPiece, PieceFollowsTheSettingElseThePacing) {
+  EXPECT_EQ(sendrecv_piece(0, false, false), kUnpacedPieceBytes);
+  EXPECT_EQ(sendrecv_piece(0, true, false), kPacedPieceBytes);
+  EXPECT_EQ(sendrecv_piece(0, false, true), kPacedPieceBytes);
+  EXPECT_EQ(sendrecv_piece(0, true, true), kPacedPieceBytes);
+  EXPECT_EQ(sendrecv_piece(4096, true, true), 4096u);
+  EXPECT_EQ(sendrecv_piece(size_t{3} << 20, false, false), size_t{3} << 20);
+  EXPECT_LT(kPacedPieceBytes, kUnpacedPieceBytes);
 }
 
 // A pairwise exchange of unequal sizes, neither a multiple of the piece,
