@@ -4,47 +4,88 @@
 # tests, starts the local Slurm cluster, runs the end-to-end and Python tests
 # under real srun, and stops the cluster leaving nothing behind. The
 # structure and lint checks (contrib/check-layers.sh) run before the tests.
+# The summary lists each stage with the seconds it took.
 #
-#   contrib/test.sh            # everything
+#   contrib/test.sh            # everything (what CI runs)
+#   contrib/test.sh --quick    # structure checks, build, one unit pass: no
+#                              # images, no cluster, no packages
 #   BUILD=dir contrib/test.sh  # another build directory (default: build)
 set -euo pipefail
+
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  *) echo "test.sh: unknown argument '$1' (usage: contrib/test.sh [--quick])" >&2; exit 2 ;;
+esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 cd "$root"
 
-"$root/contrib/install-deps.sh"
+timings=()
+timed() {  # timed NAME CMD...: runs CMD, notes how long it took, keeps its status
+  local name=$1 start=$SECONDS rc=0; shift
+  "$@" || rc=$?
+  timings+=("$name $((SECONDS - start))")
+  return "$rc"
+}
+print_timings() {
+  echo "== stage times (s)"
+  local t
+  for t in "${timings[@]}"; do printf '  %-20s %6s\n' ${t}; done
+}
+
+timed deps "$root/contrib/install-deps.sh"
+
+# The container tests' images (debootstrap; cached in /opt/tandem-deps/images,
+# so only the first run on a machine pays, minutes). Mostly waiting on the
+# archive and on dpkg, so they are made while the build and the unit tests
+# run; the end-to-end stage waits for them. A failed build leaves those tests
+# skipped, saying why, and is counted.
+images_pid=""
+if [ "$quick" -eq 0 ]; then
+  images_log=$(mktemp /tmp/tandem-images.XXXXXX)
+  (
+    rc=0
+    for image in bullseye bookworm-torch; do
+      "$root/contrib/containers/build-image.sh" "$image" || rc=1
+    done
+    exit "$rc"
+  ) >"$images_log" 2>&1 &
+  images_pid=$!
+fi
 
 echo "== build ($build)"
 # The framework venvs (torch 2.x, TensorFlow) and the NCCL header location.
 # shellcheck disable=SC2207
 env_options=($("$root/contrib/install-python-envs.sh" --print))
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" -Dwerror=true -Dcuda=enabled -Dtests=enabled "${env_options[@]}"
+  timed setup meson setup "$build" -Dwerror=true -Dcuda=enabled -Dtests=enabled "${env_options[@]}"
 else
   meson configure "$build" "${env_options[@]}"
 fi
-ninja -C "$build"
+timed build ninja -C "$build"
 
-# The container tests' images (debootstrap; cached in /opt/tandem-deps/images,
-# so only the first run on a machine pays: ~5 min for bullseye, ~12 for
-# bookworm + torch at load 20). A failed build leaves those tests skipped,
-# saying why, and is counted here.
-images_failed=0
-for image in bullseye bookworm-torch; do
-  "$root/contrib/containers/build-image.sh" "$image" || images_failed=1
-done
-
-failed=$images_failed
+failed=0
 stage() {  # stage NAME CMD...: runs one stage; a failure is counted, later stages still run
   local name=$1; shift
   echo "== $name"
-  "$@" || { echo "== $name: FAILED"; failed=$((failed + 1)); }
+  timed "$name" "$@" || { echo "== $name: FAILED"; failed=$((failed + 1)); }
 }
 
 stage layers "$root/contrib/check-layers.sh"
 
 stage unit meson test -C "$build" --print-errorlogs --suite unit
+
+if [ "$quick" -eq 1 ]; then
+  echo "== summary (quick: no images, cluster or packages)"
+  print_timings
+  /usr/bin/python3 "$root/contrib/test_summary.py" \
+    "meson:$build/meson-logs/testlog.json" || failed=$((failed + 1))
+  [ "$failed" -eq 0 ]
+  exit
+fi
 
 # gpu (NCCL path): the same unit suite with CUDA and NCCL hidden from the
 # loader, as on a CPU-only node (the ld.so cache would find them otherwise);
@@ -53,6 +94,14 @@ stage unit-without-cuda env TANDEM_CUDA_LIBRARY=/nonexistent/libcudart.so.13 \
   TANDEM_NCCL_LIBRARY=/nonexistent/libnccl.so.2 LD_LIBRARY_PATH= \
   meson test -C "$build" --print-errorlogs --suite unit --no-suite tf-extra \
   --logbase testlog-without-cuda
+
+wait_images() {
+  local rc=0
+  wait "$images_pid" || rc=$?
+  cat "$images_log"; rm -f "$images_log"
+  return "$rc"
+}
+stage images wait_images
 
 # The Python end-to-end tests run once per framework interpreter (Debian's
 # torch 1.13, the torch 2.x venv; the TensorFlow venv for TF tests).
@@ -74,6 +123,7 @@ stage package-deb package_stage deb
 stage package-rpm package_stage rpm
 
 echo "== summary"
+print_timings
 /usr/bin/python3 "$root/contrib/test_summary.py" \
   "meson:$build/meson-logs/testlog.json" \
   "meson:$build/meson-logs/testlog-without-cuda.json" \
