@@ -38,7 +38,7 @@ check_ruff() {
 }
 
 # ---- engine-layers: no include cycle between engine/ folders, no layer
-# pointing the wrong way (DESIGN.md; the table is in contrib/check_layers.py).
+# pointing the wrong way (docs/design.md; the table is in contrib/check_layers.py).
 check_engine_layers() {
   /usr/bin/python3 contrib/check_layers.py engine
 }
