@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """One markdown row per table of compare.sh / compare-nodes.sh output: the
-README's and docs/engine.md's series tables, made from the saved outputs
+series tables of contrib/bench/results/, made from the saved outputs
 instead of by hand.
 
 Each row is one table (one rank count and mode of one output), its cells

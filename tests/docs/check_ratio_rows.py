@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""contrib/bench/ratio_rows.py, which makes the README's and
-docs/engine.md's series rows, reads both scripts' outputs as they print
+"""contrib/bench/ratio_rows.py, which makes the series rows of
+contrib/bench/results/, reads both scripts' outputs as they print
 them: the ratio columns by name (after the "(time)" marks of tiny sizes),
 bold below 1.0, sizes written 1K/4M, the load and steal beside each table,
 compare-nodes.sh's runs and best-of and median-of tables, and compare.sh's
