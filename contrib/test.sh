@@ -87,12 +87,16 @@ if [ "$quick" -eq 1 ]; then
   exit
 fi
 
-# gpu (NCCL path): the same unit suite with CUDA and NCCL hidden from the
-# loader, as on a CPU-only node (the ld.so cache would find them otherwise);
-# the TF suite on the extra Keras 2 interpreters (tf-extra) runs once.
+# gpu (NCCL path): the unit suite again with CUDA and NCCL hidden from the
+# loader, as on a CPU-only node (the ld.so cache would find them otherwise).
+# What hiding them changes is the engine's loader and what the frontends are
+# told about GPUs, so the C++ tests and the Python tests on Debian's torch
+# run again; the framework venvs' suites (venv, tf-extra) run once: torch's
+# and TensorFlow's CPU builds take the same path whether or not the engine
+# found libcudart.
 stage unit-without-cuda env TANDEM_CUDA_LIBRARY=/nonexistent/libcudart.so.13 \
   TANDEM_NCCL_LIBRARY=/nonexistent/libnccl.so.2 LD_LIBRARY_PATH= \
-  meson test -C "$build" --print-errorlogs --suite unit --no-suite tf-extra \
+  meson test -C "$build" --print-errorlogs --suite unit --no-suite tf-extra --no-suite venv \
   --logbase testlog-without-cuda
 
 wait_images() {
