@@ -1,8 +1,9 @@
 // Node-local synchronisation over the control block: a barrier among the
 // local ranks that spins briefly, then sleeps on a futex in the segment, and
 // always ends: when every rank arrived, when a peer process died (checked
-// with pidfds while waiting, so a SIGKILL is noticed within ~10 ms), when the
-// deadline passes (a stopped peer), or when another rank aborted the group.
+// with pidfds between futex sleeps, so a SIGKILL is noticed within one
+// sleep), when the deadline passes (a stopped peer), or when another rank
+// aborted the group.
 // The first rank to see a failure records it in the segment so that every
 // survivor fails with the same error naming the same rank.
 #pragma once
