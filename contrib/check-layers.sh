@@ -9,9 +9,9 @@
 # Every check prints what is wrong (file, line, why). A failed check is
 # counted; the others still run.
 #
-# The tree was reformatted once (2026-11-25, a commit of layout alone, after
-# every branch of the stack was in): a clang-format difference fails the
-# check. Fix one with `clang-format -i FILE` (Debian 12's clang-format 14).
+# The tree was reformatted once, in a commit of layout alone: a clang-format
+# difference fails the check. Fix one with `clang-format -i FILE` (Debian
+# 12's clang-format 14).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +38,7 @@ check_ruff() {
 }
 
 # ---- engine-layers: no include cycle between engine/ folders, no layer
-# pointing the wrong way (DESIGN.md; the table is in contrib/check_layers.py).
+# pointing the wrong way (docs/design.md; the table is in contrib/check_layers.py).
 check_engine_layers() {
   /usr/bin/python3 contrib/check_layers.py engine
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The engine's folders point one way (DESIGN.md, "The engine").
+"""The engine's folders point one way (docs/design.md, "The engine").
 
 Reads every #include "folder/file.h" between engine/ folders and fails on
 
@@ -7,7 +7,7 @@ Reads every #include "folder/file.h" between engine/ folders and fails on
   directly or through others, include the first's), naming each edge of the
   cycle with one include that makes it;
 * an include that points up the layers below, or one of the bans that
-  DESIGN.md and STYLE.md state (collectives never name a concrete
+  docs/design.md and docs/style.md state (collectives never name a concrete
   transport; the runtime never names sockets), naming the file and line.
 
 A subfolder is its own node (transport/tcp), and counts as its parent

@@ -4,7 +4,7 @@
 // and every call return at once, possibly with ncclInProgress, and we poll
 // ncclCommGetAsyncError against a deadline. That is what lets a rank whose
 // peers never show up, or die mid-collective, fail with an error instead of
-// blocking inside NCCL forever (DESIGN.md: nothing hangs).
+// blocking inside NCCL forever (docs/design.md: nothing hangs forever).
 //
 // Threads: the communicator belongs to the thread that issues its
 // operations (the runtime's background thread). abort() from another thread
