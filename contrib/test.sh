@@ -27,9 +27,8 @@ fi
 ninja -C "$build"
 
 # The container tests' images (debootstrap; cached in /opt/tandem-deps/images,
-# so only the first run on a machine pays: ~5 min for bullseye, ~12 for
-# bookworm + torch at load 20). A failed build leaves those tests skipped,
-# saying why, and is counted here.
+# so only the first run on a machine pays for them, minutes per image). A
+# failed build leaves those tests skipped, saying why, and is counted here.
 images_failed=0
 for image in bullseye bookworm-torch; do
   "$root/contrib/containers/build-image.sh" "$image" || images_failed=1
