@@ -242,7 +242,7 @@ void NodeSync::wait(const char* what) {
   // beside busy loops are far faster spinning than yielding. Sleeping too
   // early is as bad: waking from a futex takes tens of microseconds, and
   // two ranks that keep waking each other settle at that latency per
-  // barrier. The measurements of each case: docs/engine.md, on waiting.
+  // barrier. The measurements of each case: docs/engine.md, "Waiting".
   const auto spin_for = polling_ == Polling::kSpin            ? spin_us_
                         : polling_ == Polling::kSpinThenYield ? std::min(spin_us_, 1)
                                                               : 0;

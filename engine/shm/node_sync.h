@@ -17,8 +17,8 @@
 namespace tandem {
 
 // What this rank's waits cost, counted always (plain increments) and
-// printed at exit with TANDEM_SHM_STATS=1 (docs/engine.md "Where the time
-// goes"): how each wait ended, how often it yielded and slept.
+// printed at exit with TANDEM_SHM_STATS=1 (docs/engine.md, "Waiting"): how
+// each wait ended, how often it yielded and slept.
 struct WaitStats {
   uint64_t waits = 0;        // wait() calls
   uint64_t ready = 0;        // ...that found every rank arrived on entry

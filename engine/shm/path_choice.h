@@ -6,12 +6,12 @@
 // the slower one from 16 KiB to 4 MiB at 2 ranks; on another (a larger L2
 // and more bandwidth per core) it was as fast up to 4 MiB and the faster
 // one at 16 MiB in place, while out of place at 16 MiB it was the slower
-// one (docs/engine.md). A setup measurement at one size cannot see that.
-// So local rank 0 times its own calls,
-// per power-of-two size class and path, and the node takes in each class
-// the path whose last samples were faster, trying the other one now and
-// then, since what was slower a while ago may not be now (a neighbour's
-// memory traffic, a VM's bandwidth phase).
+// one (docs/engine.md, "Single copy"). A setup measurement at one size
+// cannot see that. So local rank 0 times its own calls, per power-of-two
+// size class and path, and the node takes in each class the path whose
+// last samples were faster, trying the other one now and then, since what
+// was slower a while ago may not be now (a neighbour's memory traffic, a
+// VM's bandwidth phase).
 //
 // The choice is a bitmap in the segment (ControlBlock::direct_classes),
 // written by local rank 0 only between an allreduce's first and last

@@ -21,7 +21,7 @@ constexpr size_t kPage = 4096;
 // Up to this many bytes an allreduce takes the one-barrier path.
 constexpr size_t kSmallBytes = 4096;
 // Where the direct allreduce (single copy) beat staging, measured on a
-// 2-core VM under load (docs/engine.md): the fixed ranges of
+// 2-core VM under load (docs/engine.md, "Single copy"): the fixed ranges of
 // TANDEM_SHM_CMA=2, and where TANDEM_SHM_CMA=1 starts before it has timed
 // both paths (shm/path_choice.h). CPU time per call is what counts
 // when the CPUs are shared, and the kernel copy costs more per byte than
@@ -588,7 +588,7 @@ size_t ShmGroup::staged_step_bytes() const {
 // that must yield (more ranks than CPUs) hand their CPU to whatever else
 // is runnable, and beside a busy thread that is a whole scheduler slice
 // per barrier, so that small steps, many barriers each, then lose to a few
-// large ones (docs/engine.md, its measurements with more ranks than CPUs).
+// large ones (docs/engine.md, "Step size").
 // Each rank publishes its time; local rank 0 reads them in a later call.
 void ShmGroup::probe_barrier() {
   const auto t0 = std::chrono::steady_clock::now();
@@ -667,7 +667,7 @@ void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_poin
 }
 
 // Allreduce straight from the ranks' own buffers, two barriers whatever
-// the size (docs/engine.md "Where the time goes": under contention every
+// the size (docs/engine.md, "Single copy": under contention every
 // barrier costs a wake-up or a lost time slice, and the staged path takes
 // two per step):
 //   1. publish where send and recv lie; barrier;

@@ -28,7 +28,7 @@ constexpr size_t kStreamingBytes = size_t{8} << 20;
 // in the cache). build/tools/store-probe (contrib/bench/store_probe.cc)
 // times both: rewriting a buffer in place, non-temporal stores were the
 // slower ones at every size it timed, and out of place the two were even
-// (docs/engine.md). An in-place allreduce that streamed from
+// (docs/engine.md, "In place"). An in-place allreduce that streamed from
 // kStreamingBytes up was slower than an out-of-place one of the same size.
 inline bool stream_results(size_t bytes, bool into_input) {
   return bytes >= kStreamingBytes && !into_input;

@@ -223,7 +223,8 @@ std::vector<int> all(int n, NodeSync::Polling p) {
 // their own affinity; what decides is every rank's set. Spinning with two
 // ranks on one CPU keeps the peer off it; yielding where no rank can need
 // our CPU hands it to other work for a whole scheduler slice, which makes
-// an 8-byte allreduce many times slower beside a busy loop (docs/engine.md).
+// an 8-byte allreduce many times slower beside a busy loop (docs/engine.md,
+// "Waiting").
 TEST(NodeSync, PollingFollowsTheRanksCpuSets) {
   using P = NodeSync::Polling;
   const std::vector<int> cpus = allowed_cpus();
