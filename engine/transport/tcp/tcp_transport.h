@@ -44,8 +44,8 @@ ConnectScheme connect_scheme_from_environment();
 // sleeping (yielding the CPU between tries) after the last byte moved, before
 // it sleeps in poll(). Waking a sleeping thread costs more than a whole
 // round trip between two nodes on a VM whose idle vCPU halted (docs/tcp.md,
-// "Spin before sleeping, and when not to"); a busy transfer keeps spinning
-// as long as bytes keep moving. 0: sleep at once.
+// "Spinning before sleeping"); a busy transfer keeps spinning as long as
+// bytes keep moving. 0: sleep at once.
 constexpr const char* kSpinVariable = "TANDEM_TCP_SPIN_US";
 constexpr int kDefaultSpinUs = 100;
 std::chrono::microseconds tcp_spin_from_environment();
