@@ -7,7 +7,7 @@ Reads every #include "folder/file.h" between engine/ folders and fails on
   directly or through others, include the first's), naming each edge of the
   cycle with one include that makes it;
 * an include that points up the layers below, or one of the bans that
-  docs/design.md and docs/style.md state (collectives never name a concrete
+  docs/style.md states (collectives never name a concrete
   transport; the runtime never names sockets), naming the file and line.
 
 A subfolder is its own node (transport/tcp), and counts as its parent

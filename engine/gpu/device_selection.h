@@ -1,6 +1,6 @@
 // Which CUDA device this rank uses. The plugin orders CUDA_VISIBLE_DEVICES
 // so that device index == local rank is the GPU it assigned to the task
-// (docs/binding.md); without the plugin, local ranks share the visible
+// (docs/design.md, binding); without the plugin, local ranks share the visible
 // GPUs round robin. TANDEM_GPU_DEVICE overrides both. Pure: no CUDA call,
 // the caller passes the visible device count and applies the choice once.
 #pragma once
