@@ -39,8 +39,10 @@ the line, on a comment that holds:
   inside <...> (system headers); under /usr, /etc, /proc, /sys, /dev, /tmp,
   /opt, /run, ~ or $VAR; under build/ (what the build makes); with a glob,
   a "..." or a capitalised placeholder (FILE, DIR, NAME, ...); followed by
-  "(" (a call, "optimizer.build(...)"); and the names in EXTERNAL, other
-  projects' files that a comment names as theirs.
+  "(" (a call, "optimizer.build(...)"); a web address without its scheme
+  ("apache.org/licenses/..."); and the names in EXTERNAL, other projects'
+  files that a comment names as theirs. A leading ../ or ./ (a docs page's
+  link) is dropped and the rest resolved as the tail of a path.
 - a section of a docs page that the page does not have: docs/tcp.md, "Piece
   by congestion control" must be the start of one of tcp.md's headings
   (#...) or run-in bold headings (**Title.**), compared without case.
@@ -366,11 +368,13 @@ def missing_files(text, where, files, basenames):
             continue
         if re.fullmatch(r"[\d.]+", name.rsplit(".", 1)[0]):  # a version number, "2.13.0"
             continue
-        rel = os.path.normpath(os.path.join(os.path.dirname(where), name))
-        plain = os.path.normpath(name)
-        if plain in files or rel in files or ("/" not in name and name in basenames):
+        if re.match(r"[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/", name):  # a web address, "apache.org/..."
             continue
-        if "/" in name and any(f.endswith("/" + plain) for f in files):
+        rel = os.path.normpath(os.path.join(os.path.dirname(where), name))
+        plain = re.sub(r"^(?:\.\.?/)+", "", os.path.normpath(name))  # "../x.md": a link's tail
+        if plain in files or rel in files or ("/" not in plain and plain in basenames):
+            continue
+        if "/" in plain and any(f.endswith("/" + plain) for f in files):
             continue
         found.append((start, "file not in the tree", name))
     return found
@@ -438,6 +442,7 @@ SELF_TEST_PASS = [
     "Gradual warmup (Goyal et al. 2017)",
     "the algorithm of collectives/model.h, transport/tcp/wire.h and <sys/uio.h>",
     "tandem-bind --topology FILE.xml, python train.py, optimizer.build(vars)",
+    "the text at apache.org/licenses/LICENSE-2.0.txt; a page's link ../settings.md",
 ]
 
 
