@@ -2,8 +2,9 @@
 """Source comments state a rule and its reason; the numbers behind a rule live
 in docs/ (and the measurement results it links) and a comment cites them by
 page and section. This check reads every comment under engine/, plugin/,
-include/, tools/, python/, tests/ and contrib/ and fails, naming file:line and
-the line, on a comment that holds:
+include/, tools/, python/, tests/, contrib/, etc/ and examples/ and in the
+top meson.build and meson_options.txt, and fails, naming file:line and the
+line, on a comment that holds:
 
 - an issue number: "issue 23", "issues 12 and 14", "bug 3", "PR 5", "review
   round 7", or "#23" after a blank or a parenthesis. An issue is closed and
@@ -71,7 +72,8 @@ import sys
 import tokenize
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FOLDERS = ("engine", "plugin", "include", "tools", "python", "tests", "contrib")
+FOLDERS = ("engine", "plugin", "include", "tools", "python", "tests", "contrib", "etc", "examples")
+TOP_FILES = ("meson.build", "meson_options.txt")
 
 # (file, regular expression over the comment text, why it is allowed).
 ALLOWED = [
@@ -491,7 +493,8 @@ def where_in(parts, pos):
 def sources(args, files):
     if args:
         return args
-    return [f for f in files if f.split("/", 1)[0] in FOLDERS and (ROOT / f).is_file()]
+    return [f for f in files
+            if (f.split("/", 1)[0] in FOLDERS or f in TOP_FILES) and (ROOT / f).is_file()]
 
 
 def main(argv):
