@@ -9,9 +9,9 @@
 # Every check prints what is wrong (file, line, why). A failed check is
 # counted; the others still run.
 #
-# The tree was reformatted once (2026-11-25, a commit of layout alone, after
-# every branch of the stack was in): a clang-format difference fails the
-# check. Fix one with `clang-format -i FILE` (Debian 12's clang-format 14).
+# The tree was reformatted once, in a commit of layout alone: a clang-format
+# difference fails the check. Fix one with `clang-format -i FILE` (Debian
+# 12's clang-format 14).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,7 +1,7 @@
 // What one loaded copy of the plugin remembers between SPANK hooks. Slurm
 // calls the hooks as plain functions, so this is the one process-wide object;
-// only the context files (local.cc, allocator.cc, remote.cc) and the dispatch
-// file reach it.
+// only the context files (local.cc, remote.cc), the log (plugin_log.cc)
+// and the dispatch file (tandem_spank.cc) reach it.
 #pragma once
 
 #include <memory>

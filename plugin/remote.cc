@@ -78,9 +78,10 @@ void export_elastic(const TaskIdentity& id, uint32_t step, TaskEnv& env) {
 // Once per step, in slurmstepd before it forks the tasks. Rank 0's node
 // address is read from Slurm's configuration here, under Slurm's config lock,
 // rather than in each forked task where another thread might have held that
-// lock. The live topology is loaded here for all tasks (with 8 tasks on a node
-// each loading it at once, a task's start took 110-195 ms instead of 10-35);
-// a failure to load it is left for each task's own load to report.
+// lock. The live topology is loaded here for all tasks: loading it is slow,
+// and tasks of a node that each load it at once take several times as long
+// to start (docs/binding.md, "In the plugin"); a failure to load it is left
+// for each task's own load to report.
 void remote_user_init(spank_t sp, PluginState& st) {
   if (!mode_enabled(st.mode())) return;
   const uint32_t step = item<uint32_t>(sp, S_JOB_STEPID, "the step id");

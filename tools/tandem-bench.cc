@@ -277,7 +277,7 @@ int main(int argc, char** argv) {
   static const char* const op_names[] = {"sum", "average", "min", "max", "product"};
   static const char* const type_names[] = {"uint8",    "int8",    "int32",   "int64", "float16",
                                            "bfloat16", "float32", "float64", "bool"};
-  // Warm up for about 200 ms before the first measurement: right after
+  // Warm up for at least 200 ms before the first timed size: right after
   // start the scheduler may still keep ranks on one CPU, which would make
   // the first (smallest) size look slow. Every rank runs the same number of
   // rounds: the slowest rank's clock decides.

@@ -1,10 +1,11 @@
 // tandem-step-bench: a training step's gradient pattern through the runtime
-// (issue 5's benchmark). Every step enqueues SMALL tensors of SMALL_BYTES and
-// LARGE tensors of LARGE_BYTES (float32 sum allreduce, named as a framework
-// would, the same names every step so later steps take the response-cache
-// path) back to back, then waits for all of them. The time of a step is
-// from the first enqueue to the last completion on the slowest rank; the
-// line printed holds the median and the best over the timed steps.
+// (the step-pattern benchmark of docs/runtime.md). Every step enqueues SMALL
+// tensors of SMALL_BYTES and LARGE tensors of LARGE_BYTES (float32 sum
+// allreduce, named as a framework would, the same names every step so later
+// steps take the response-cache path) back to back, then waits for all of
+// them. The time of a step is from the first enqueue to the last
+// completion on the slowest rank; the line printed holds the median and
+// the best over the timed steps.
 //
 //   tandem-run -np 2 tandem-step-bench [-s 100] [-S 16K] [-l 10] [-L 4M] [-n 30] [-w 5]
 //   tandem-run -np 4 tandem-step-bench -i 5     (idle: CPU used while nothing is enqueued)

@@ -30,7 +30,7 @@
 # PIN=1 runs each node's rank on a CPU of its own, node i on CPU i mod the
 # host's CPUs, for every tool: the namespace nodes share the host's CPUs,
 # and unpinned the scheduler sometimes puts both ranks of a 2-node run on
-# one CPU, which moves Open MPI's 1 MiB allreduce between ~0.3 and ~1.4 ms
+# one CPU, which moves Open MPI's 1 MiB allreduce time by several times
 # from launch to launch (docs/tcp.md, "Where the time goes"); pinned, the
 # nodes are what they stand for, machines that do not share CPUs.
 # CC names the TCP congestion control every node's namespace uses by default
@@ -39,15 +39,15 @@
 # host BBR is not what it is between machines: the veth link hands each
 # packet to the queue of the CPU that sends it, a flow sent from two CPUs
 # arrives out of order, and BBR then holds some connections at a fraction of
-# their speed for a whole launch (Tandem's 1 MiB allreduce 800 us against
-# 300 in 2-3 launches of 8) and paces Open MPI's large writes (its 4 MiB
-# allreduce 3.2-3.6 ms against 1.1-1.3 ms with cubic): docs/tcp.md, "Piece
-# by congestion control". The cluster sets it (start.sh --tcp-congestion).
+# their speed for a whole launch and paces Open MPI's large writes, so both
+# tools' large allreduces are slower and swing from launch to launch:
+# docs/tcp.md, "Piece by congestion control". The cluster sets it
+# (start.sh --tcp-congestion).
 # GLOO=1 adds gloo (in place), SHARED=1 adds tandem-bench -s -i (send buffers in
 # the shared arena, in place), LINK=0 leaves the link ceiling out, ITERS=n
 # gives every tool n timed calls per size (default: each tool's own, by
 # size; Open MPI's ranks poll without end, and with more ranks than cores a
-# call can take tens of ms). Each tool's run is cut off after RUN_TIMEOUT
+# call can last several scheduler slices). Each tool's run is cut off after RUN_TIMEOUT
 # seconds (900), and a rank that dies ends its step (srun -K): Open MPI 4.1.4
 # has crashed here after "connect() ... failed: Operation now in progress"
 # with 8 ranks on a loaded host (open-mpi/ompi#10734).

@@ -25,7 +25,7 @@
 # BIND=0 runs both unbound. gloo is never bound. BUSY=1 runs a busy loop
 # per CPU (a shell `while :; do :; done`, unbound) beside every tool for the
 # whole measurement, as a data loader's workers sit beside the ranks of a
-# training job (docs/engine.md "Beside busy loops"); they end with the script.
+# training job (docs/engine.md); they end with the script.
 #
 #   contrib/bench/compare.sh [BUILD_DIR]       (default: build)
 #   SIZES="-b 16 -e 256M -f 4" LATENCY="-b 8 -e 8" NPS="2 4" REPEAT=1 contrib/bench/compare.sh

@@ -5,7 +5,7 @@
 // the rounds are printed beside the same write and copy on one core. Every
 // node-local allreduce moves at least its size across cores per rank (a
 // peer's inputs or results), so this is the floor both Tandem and Open MPI
-// stand on (docs/engine.md, "Between the two cores").
+// stand on (docs/engine.md).
 //
 //   build/tools/cross-core-probe [SIZE_KIB...] [-a CPU] [-b CPU] [-n ROUNDS]
 //   (default 4 64 1024 4096, CPUs 0 and 1, 2000 rounds)

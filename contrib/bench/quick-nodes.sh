@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Quick regression check of the data path across nodes (well under 3
-# minutes): tandem-bench against Open MPI 4.1 (pml ob1, btl tcp) under srun,
+# Quick regression check of the data path across nodes (a few minutes):
+# tandem-bench against Open MPI 4.1 (pml ob1, btl tcp) under srun,
 # one rank per namespace node of the local cluster, on 2 and on 8 nodes, a
 # few sizes, two interleaved rounds; prints the best round per tool and size
 # and the ratio (tandem busbw / Open MPI busbw; time ratio where busbw rounds
@@ -51,8 +51,9 @@ for n in $nodes_list; do
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
   cpu0=$(stat_cpu)
   # Open MPI's ranks never stop polling: with more ranks than cores one of
-  # its calls took 39 ms here, so the 8-node round is short, and every run
-  # is cut off after a minute (a missing size shows as '-').
+  # its calls can last several scheduler slices, so the 8-node round is
+  # short, and every run is cut off after a minute (a missing size shows as
+  # '-').
   if [ "$n" -le 2 ]; then small=(-n 500); sweep=(-b 64K -e 16M -f 16 -n 20)
   else small=(-n 20); sweep=(-b 64K -e 1M -f 16 -n 5); fi
   for r in $(seq "$rounds"); do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regression benchmark for the data path, in under 3 minutes: the ratios
+# Regression benchmark for the data path, a few minutes long: the ratios
 # contrib/bench/compare.sh prints, on fewer sizes and iterations, so that a
 # change can be checked against Open MPI before and after. Not a test: the
 # machine is shared and timings swing; compare the ratios, run it twice,

@@ -104,7 +104,8 @@ def span(conditions):
 
 
 def load_and_steal(condition):
-    """'4.16-2.48, 0.3%' from either script's condition line."""
+    """"START-END, STEAL%" (the load average at the start and at the end, the
+    steal) from either script's condition line."""
     if not condition:
         return ""
     m = re.search(r"load ([\d.]+) -> ([\d.]+), steal ([\d.]+)%", condition)

@@ -3,8 +3,10 @@
 // opens (collectives/partners.h), the first allreduce and a negotiation
 // round (collectives/model.h, the link measured on the local cluster), and
 // the rendezvous store's work, with the constants measured by
-// contrib/bench/scale.sh at 16-512 simulated nodes. Before and after issue
-// 22 side by side. For docs/engine.md ("At scale"); asserts nothing.
+// contrib/bench/scale.sh at 16-512 simulated nodes. Before (a full mesh of
+// connections, a GET per rank and value, a negotiation slot per rank) and
+// after (the planned partners, GATHER, the compact negotiation) side by
+// side. For docs/engine.md (its scale figures); asserts nothing.
 //
 //   scale-model [CACHE_ENTRIES]        (default 256 tensors in the cache)
 #include <algorithm>
@@ -30,9 +32,9 @@ namespace {
 constexpr double kRequestsPerRank = 44;
 constexpr double kAllgathers = 14;
 constexpr double kBytesPerPair = 305;
-// 16-512 simulated nodes: 0.010, 0.042, 0.101, 0.244, 0.632 s of the store
-// thread for 705 ... 22,529 requests and 0.1 ... 80 MB out (14 us a GATHER
-// or SET, 3.8 ns a byte); before, 8.8 us a GET (0.521 s for 59,265 at 64).
+// Fitted to the store thread's CPU time at 16-512 simulated nodes against
+// the requests it served and the bytes it sent (the series: docs/engine.md):
+// seconds per GATHER or SET, per GET before GATHER, and per byte out.
 constexpr double kStoreSecondsPerRequest = 14e-6;
 constexpr double kStoreSecondsPerGet = 8.8e-6;
 constexpr double kStoreSecondsPerByte = 3.8e-9;

@@ -19,8 +19,8 @@
  * every rank loops 8-byte allreduces; rank v prints its time and SIGKILLs
  * itself at an agreed moment; every survivor prints when its allreduce
  * failed and the error, then exits. Survivors ignore SIGTERM (tandem-run
- * sends it when a rank dies, and SIGKILL 3 s later) so that what is measured
- * is the engine noticing, not the launcher. */
+ * sends it when a rank dies, and SIGKILL 3 s later) so that the drill
+ * times the engine noticing, not the launcher. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <signal.h>

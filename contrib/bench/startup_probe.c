@@ -2,8 +2,8 @@
  * timestamps (CLOCK_REALTIME, comparable across the namespace nodes of the
  * local cluster since they share one kernel) at
  *   exec   the process's start (/proc/self/stat starttime: when the launcher
- *          forked it, so its set-up of the task before exec counts; 10 ms
- *          resolution)
+ *          forked it, so its set-up of the task before exec counts; in
+ *          clock ticks)
  *   main   entry to main (after the dynamic loader)
  *   init   tandem_init / MPI_Init returned
  *   done   the first allreduce (1 float32, sum) returned

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Issue 5's step-pattern benchmark, one run, side by side: a training step's
-# float32 gradients (100 x 16 KiB + 10 x 4 MiB) through Tandem's runtime
-# (enqueued back to back, time until all complete), ONE fused MPI_Allreduce
-# of the same bytes (Open MPI 4.1 over vader, CMA single copy), and torch
-# gloo reducing the tensors one by one; with 2 and 4 ranks (4 ranks share
-# the 2 cores). Then the same for the small tensors alone (100 x 16 KiB),
-# where fusion and cycle latency, not bandwidth, decide.
+# The step-pattern benchmark (docs/runtime.md), one run, side by side: a
+# training step's float32 gradients (100 x 16 KiB + 10 x 4 MiB) through
+# Tandem's runtime (enqueued back to back, time until all complete), ONE
+# fused MPI_Allreduce of the same bytes (Open MPI 4.1 over vader, CMA single
+# copy), and torch gloo reducing the tensors one by one; with 2 and 4 ranks
+# (4 ranks share the 2 cores). Then the same for the small tensors alone
+# (100 x 16 KiB), where fusion and cycle latency, not bandwidth, decide.
 #
 # Every side binds its ranks to CPUs as a job would (tandem-run --bind plans
 # as srun --horovod=on does; mpirun --bind-to core; gloo pins rank blocks):
 # unbound, 4 threads of 2 ranks migrate over 2 cores and the timings swing
-# by 25% from run to run. BIND=0 runs everything unbound.
+# widely from run to run. BIND=0 runs everything unbound.
 #
 #   contrib/bench/step.sh [BUILD_DIR]        (default: build)
 set -euo pipefail

@@ -38,10 +38,11 @@ class Worker {
   std::deque<std::function<void()>> queue_;  // under mu_
   bool stop_ = false;                        // under mu_
   // Atomics, so that a blocking collective with nothing queued and nothing
-  // running takes no lock (two mutexes per call were a third of an 8-byte
-  // allreduce's time outside the wait). Whoever clears busy_ then reads the
-  // other two, and whoever raises one of them then tries busy_: one of the
-  // two sides always sees the other (both seq_cst), so no wake-up is lost.
+  // running takes no lock (two mutexes per call were a large share of an
+  // 8-byte allreduce's time outside the wait). Whoever clears busy_ then
+  // reads the other two, and whoever raises one of them then tries busy_:
+  // one of the two sides always sees the other (both seq_cst), so no
+  // wake-up is lost.
   std::atomic<bool> busy_{false};       // a collective runs (task or inline)
   std::atomic<size_t> queued_{0};       // queue_.size()
   std::atomic<int> inline_waiters_{0};  // run_inline callers waiting on idle_cv_

@@ -26,9 +26,9 @@
 //
 // GATHER waits, like GET, until the keys prefix+"0" ... prefix+"<count-1>"
 // are all set, and answers their values in one frame: an allgather over N
-// ranks is N SETs and N GATHERs instead of N SETs and N*N GETs (at 256
-// ranks, 925,000 requests through the one server thread per start-up, most
-// of its 33 s; docs/bootstrap.md).
+// ranks is N SETs and N GATHERs instead of N SETs and N*N GETs, which at
+// a few hundred ranks kept the one server thread busy for most of a
+// start-up (docs/bootstrap.md, "TCP store").
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// allreduce() over a transport: picks the algorithm (allreduce_choice.cc)
-// and runs it. The algorithms live one per file.
+// allreduce() over a transport: picks the algorithm (choose_allreduce, by
+// the cost model of collectives/model.h) and runs it. The algorithms live
+// one per file.
 #include "collectives/allreduce_algorithms.h"
 #include "collectives/model.h"
 #include "collectives/collectives.h"

@@ -33,15 +33,14 @@ int log2_floor(int n) {
 
 LinkModel measured_link() {
   // Two namespace nodes of the local cluster on the 2-core VM (docs/engine.md,
-  // "The model"): an 8-byte sendrecv ~10 us, ~1.5 GB/s per direction. gamma
-  // is fitted rather than the kernel's speed (10-20 GB/s then): at 2 nodes,
-  // where recursive doubling and halving-doubling move the same bytes,
-  // halving-doubling was faster from 128 KiB up (interleaved runs), which
-  // 4 GB/s per combined byte reproduces; it stands for what a step costs per
+  // "The model"): alpha is an 8-byte sendrecv's time, beta a byte's time in
+  // one direction. gamma is fitted rather than the kernel's speed: at 2
+  // nodes, where recursive doubling and halving-doubling move the same
+  // bytes, halving-doubling was faster from 128 KiB up (interleaved runs),
+  // and this gamma reproduces that; it stands for what a step costs per
   // byte beyond the wire. Not refitted since the stream moves in whole lines
-  // (3 GB/s per direction) and the kernel folds in registers (33-41 GB/s):
-  // both made every algorithm cheaper per byte, and the choices between them
-  // were not re-measured.
+  // and the kernel folds in registers: both made every algorithm cheaper per
+  // byte, and the choices between them were not re-measured.
   LinkModel l;
   l.alpha = 10e-6;
   l.beta = 1.0 / 1.5e9;

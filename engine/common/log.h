@@ -14,7 +14,7 @@
 // of threads and ranks never interleave:
 //
 //   tandem[r3 node2] INFO tcp: listening on eth0 10.0.0.2:41723
-//   tandem[r3 node2] WARN tcp mesh.cc:266: rejected a connection from ...
+//   tandem[r3 node2] WARN tcp connector.cc:347: world rank 3: rejected a connection from ...
 //
 // The prefix names the program ("tandem" in libtandem, "tandem-run" in that
 // tool) and, once the bootstrap knows it, the rank and node (set_identity).

@@ -264,15 +264,15 @@ void round_to_storage(typename E::A* a, size_t m) {
 
 // Types computed in their own type: each run of kLine bytes of every input
 // is folded into a few vector registers and stored once, so a 2-input sum
-// reads each input and writes the output once (about twice the speed of a
-// loop over an accumulator array, which copies the first input in and the
-// accumulator out: build/tools/reduce-probe). A run's inputs are all loaded
+// reads each input and writes the output once (faster than a loop over an
+// accumulator array, which copies the first input in and the accumulator
+// out: build/tools/reduce-probe times both). A run's inputs are all loaded
 // before its stores, so out may be any one of the inputs (in place). GCC's
 // vector extensions rather than loops left to the vectoriser: loops over a
 // run's accumulators kept them on the stack in this build
-// (-fno-strict-aliasing), at a third of the speed. Same operations in the
-// same order as element by element, so the same bits; no contraction into
-// fused multiply-adds (ISO C++ mode, and the baseline x86-64 has none).
+// (-fno-strict-aliasing), which was far slower. Same operations in the same
+// order as element by element, so the same bits; no contraction into fused
+// multiply-adds (ISO C++ mode, and the baseline x86-64 has none).
 constexpr size_t kLine = 64;
 
 template <typename E, typename Op, bool kPre>

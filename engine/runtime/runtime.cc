@@ -76,9 +76,10 @@ void Runtime::loop() {
   // framework (one core per rank), its wake-up must preempt the framework's
   // compute so that a step's negotiation and allreduces run while backward
   // still produces gradients; under SCHED_BATCH the peers waited for this
-  // rank's time slice every step (torch and TF training 2-3x slower, bound).
-  // SCHED_BATCH (TANDEM_RUNTIME_SCHEDULING=batch) only helps enqueues that
-  // come back to back with no compute between them (100 x 16 KiB: ~10%).
+  // rank's time slice every step, which slowed real torch and TF training
+  // with bound ranks (docs/runtime.md). SCHED_BATCH
+  // (TANDEM_RUNTIME_SCHEDULING=batch) only helps enqueues that come back to
+  // back with no compute between them.
   // Failure (a seccomp filter, say) keeps the default. Device batches run
   // under the default policy either way (DefaultScheduling below).
   if (settings_.batch_scheduling) {

@@ -17,8 +17,8 @@ using Clock = std::chrono::steady_clock;
 // frameworks wait on a handle right after enqueueing, which closes the
 // window at once (BlockedWaiter); the gap matters for the others, and must
 // outlast the moment the runtime thread, woken by the first enqueue, takes
-// the enqueuing thread's CPU (20 µs split a 100-tensor step into two
-// cycles on a busy 2-core machine; 100 µs did not, and was 10% faster).
+// the enqueuing thread's CPU: a gap shorter than that hop split one step's
+// tensors into two cycles on a busy machine (docs/runtime.md).
 constexpr auto kQuietGap = std::chrono::microseconds(100);
 // How often an idle rank that peers can wake looks at the stall inspector
 // (more often when the stall check time is short).
@@ -35,9 +35,9 @@ constexpr auto kRelayFallback = std::chrono::milliseconds(25);
 // Across nodes, with the relay: for this long after the last round in which
 // any rank announced something, idle ranks keep polling every
 // TANDEM_IDLE_WAIT as without it. A step's rounds follow each other
-// closely, and a wake-up through the relay costs a thread hop on every node
-// (2 ranks on 2 nodes, 100 x 16 KiB: 925 us per step when every round went
-// through it, 786 us polling). After it they sleep until a relayed request;
+// closely, and a wake-up through the relay costs a thread hop on every node,
+// so a step whose every round went through it was slower than one that
+// polled (docs/runtime.md). After it they sleep until a relayed request;
 // a rank starting a round tells the other nodes once half of it has passed.
 constexpr auto kStayAwake = std::chrono::milliseconds(20);
 

@@ -208,9 +208,9 @@ void NodeSync::wait(const char* what) {
     return;
   }
   // A peer on its own CPU usually arrives within a few hundred ns: poll
-  // first with neither the clock (a vDSO call per look was 9% of an 8-byte
-  // allreduce) nor pause (~140 cycles on Skylake-SP, a long time next to
-  // one line's transfer).
+  // first with neither the clock (a vDSO call per look is a visible share
+  // of an 8-byte allreduce) nor pause (~140 cycles on Skylake-SP, a long
+  // time next to one line's transfer).
   if (polling_ != Polling::kYield) {
     for (int i = 0; i < kQuickPolls; ++i) {
       if (all_arrived(target)) {
@@ -234,17 +234,15 @@ void NodeSync::wait(const char* what) {
   // How long to spin with the pause instruction, then to poll with
   // sched_yield between looks, before sleeping on the futex (spin_us in
   // all). Yielding is for a peer that needs our CPU: more local ranks than
-  // CPUs, or ranks free to meet on one CPU (on this shared 2-core VM under
-  // load, unbound 8-byte allreduces took 70-160 us with a 50 us pure spin,
-  // 0.4-2 us with 1 us and yields). Where no rank can need our CPU it only
-  // hands it to someone else: the kernel (EEVDF) moves a yielding thread's
-  // deadline a whole slice back, so next to any busy thread a yield costs
-  // milliseconds. Bound ranks with a CPU busy loop each beside them took
-  // 6.1 us per 8-byte and 253 ms per 16 MiB allreduce yielding, 0.24 us
-  // and 6.6 ms spinning (Open MPI, which polls: 0.36 us, 8.8 ms). Sleeping
-  // too early is as bad: waking from a futex takes tens of microseconds,
-  // and two ranks that keep waking each other settle at that latency per
-  // barrier (27 us with a 20 us spin and no yield phase).
+  // CPUs, or ranks free to meet on one CPU, where a long pure spin starves
+  // the peer that shares our CPU and a short spin with yields lets it run.
+  // Where no rank can need our CPU it only hands it to someone else: the
+  // kernel (EEVDF) moves a yielding thread's deadline a whole slice back,
+  // so next to any busy thread a yield costs milliseconds, and bound ranks
+  // beside busy loops are far faster spinning than yielding. Sleeping too
+  // early is as bad: waking from a futex takes tens of microseconds, and
+  // two ranks that keep waking each other settle at that latency per
+  // barrier. The measurements of each case: docs/engine.md, "Waiting".
   const auto spin_for = polling_ == Polling::kSpin            ? spin_us_
                         : polling_ == Polling::kSpinThenYield ? std::min(spin_us_, 1)
                                                               : 0;

@@ -1,8 +1,9 @@
 // Node-local synchronisation over the control block: a barrier among the
 // local ranks that spins briefly, then sleeps on a futex in the segment, and
 // always ends: when every rank arrived, when a peer process died (checked
-// with pidfds while waiting, so a SIGKILL is noticed within ~10 ms), when the
-// deadline passes (a stopped peer), or when another rank aborted the group.
+// with pidfds between futex sleeps, so a SIGKILL is noticed within one
+// sleep), when the deadline passes (a stopped peer), or when another rank
+// aborted the group.
 // The first rank to see a failure records it in the segment so that every
 // survivor fails with the same error naming the same rank.
 #pragma once
@@ -16,8 +17,8 @@
 namespace tandem {
 
 // What this rank's waits cost, counted always (plain increments) and
-// printed at exit with TANDEM_SHM_STATS=1 (docs/engine.md "Where the time
-// goes"): how each wait ended, how often it yielded and slept.
+// printed at exit with TANDEM_SHM_STATS=1 (docs/engine.md, "Waiting"): how
+// each wait ended, how often it yielded and slept.
 struct WaitStats {
   uint64_t waits = 0;        // wait() calls
   uint64_t ready = 0;        // ...that found every rank arrived on entry

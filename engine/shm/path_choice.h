@@ -1,18 +1,17 @@
 // Which node-local allreduce, staged or direct (single copy), each size
 // takes: chosen from the node's own calls while the job runs, not once.
 //
-// What a kernel copy costs against a memcpy differs by host by more than
-// 2x either way, and on one host by size and by mode: on the VM of
-// 2026-11-25 the direct allreduce took twice the staged one's time from
-// 16 KiB to 4 MiB at 2 ranks; on the VM of 2026-11-29 (2 MiB L2, 15 GB/s
-// per core) it took the same time up to 4 MiB and half of it at 16 MiB in
-// place (1.1-1.5 ms against 2.3, Open MPI's best 2.2), while out of place
-// at 16 MiB it was the slower one. A setup measurement at one size (what
-// decided before) cannot see that. So local rank 0 times its own calls,
-// per power-of-two size class and path, and the node takes in each class
-// the path whose last samples were faster, trying the other one now and
-// then, since what was slower a while ago may not be now (a neighbour's
-// memory traffic, a VM's bandwidth phase).
+// What a kernel copy costs against a memcpy differs by host, either way,
+// and on one host by size and by mode: on one VM the direct allreduce was
+// the slower one from 16 KiB to 4 MiB at 2 ranks; on another (a larger L2
+// and more bandwidth per core) it was as fast up to 4 MiB and the faster
+// one at 16 MiB in place, while out of place at 16 MiB it was the slower
+// one (docs/engine.md, "Single copy"). A setup measurement at one size
+// cannot see that. So local rank 0 times its own calls, per power-of-two
+// size class and path, and the node takes in each class the path whose
+// last samples were faster, trying the other one now and then, since what
+// was slower a while ago may not be now (a neighbour's memory traffic, a
+// VM's bandwidth phase).
 //
 // The choice is a bitmap in the segment (ControlBlock::direct_classes),
 // written by local rank 0 only between an allreduce's first and last

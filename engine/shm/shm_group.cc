@@ -21,12 +21,12 @@ constexpr size_t kPage = 4096;
 // Up to this many bytes an allreduce takes the one-barrier path.
 constexpr size_t kSmallBytes = 4096;
 // Where the direct allreduce (single copy) beat staging, measured on a
-// 2-core VM under load (docs/engine.md): the fixed ranges of
+// 2-core VM under load (docs/engine.md, "Single copy"): the fixed ranges of
 // TANDEM_SHM_CMA=2, and where TANDEM_SHM_CMA=1 starts before it has timed
 // both paths (shm/path_choice.h). CPU time per call is what counts
-// when the CPUs are shared, and the kernel copy costs about twice a
-// memcpy per byte once the data is out of cache, while every step
-// of the staged path costs two barriers. Two ranks: from just above the
+// when the CPUs are shared, and the kernel copy costs more per byte than
+// a memcpy once the data is out of cache, while every step of the
+// staged path costs two barriers. Two ranks: from just above the
 // one-barrier size to 4 MiB. More ranks (a kernel copy per peer and
 // piece): 256 KiB to 1 MiB.
 constexpr size_t kDirectMaxTwo = size_t{4} << 20;
@@ -469,8 +469,8 @@ void ShmGroup::allreduce_staged(const void* send, void* recv, size_t count, cons
   const size_t es = dtype_size(r.dtype);
   // From a source the input goes through the staging buffers, never in
   // place: they are reused every step and stay in cache, while an arena
-  // buffer as large as the input would not (measured: 3% faster on a
-  // 1.6 MiB fused step, and no pass that copies everything in up front).
+  // buffer as large as the input would not, and no pass copies everything
+  // in up front.
   const bool zero_copy = !source && in_arena(send, count * es);
   // In place (no source) every step reads the lines it then writes.
   const bool streaming = stream_results(count * es, send == recv && !source);
@@ -587,8 +587,8 @@ size_t ShmGroup::staged_step_bytes() const {
 // ranks with CPUs of their own pass it in well under a microsecond; ranks
 // that must yield (more ranks than CPUs) hand their CPU to whatever else
 // is runnable, and beside a busy thread that is a whole scheduler slice
-// (4 ranks on 2 cores with a busy loop per core: ~2 ms per barrier, 255 ms
-// for a 16 MiB allreduce of 256 KiB steps against Open MPI's 22.6 ms).
+// per barrier, so that small steps, many barriers each, then lose to a few
+// large ones (docs/engine.md, "Step size").
 // Each rank publishes its time; local rank 0 reads them in a later call.
 void ShmGroup::probe_barrier() {
   const auto t0 = std::chrono::steady_clock::now();
@@ -667,7 +667,7 @@ void ShmGroup::account_staged(size_t bytes, std::chrono::steady_clock::time_poin
 }
 
 // Allreduce straight from the ranks' own buffers, two barriers whatever
-// the size (docs/engine.md "Where the time goes": under contention every
+// the size (docs/engine.md, "Single copy": under contention every
 // barrier costs a wake-up or a lost time slice, and the staged path takes
 // two per step):
 //   1. publish where send and recv lie; barrier;
@@ -818,7 +818,7 @@ void ShmGroup::allreduce_in_arena(char* buf, size_t count, size_t step_elems, co
   const size_t es = dtype_size(r.dtype);
   // In place: the copy-out rewrites lines a peer read in this step, so
   // normal stores (stream_results; in a cross-core variant of the probe
-  // non-temporal stores were no cheaper either: 16 MiB 0.59 against 0.55 ms).
+  // non-temporal stores were no cheaper either).
   Reduction stage = r;
   if (hook) stage.finalize = false;
   const void* in[kMaxLocalRanks];

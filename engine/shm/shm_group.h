@@ -58,10 +58,10 @@ size_t staged_step(size_t base, size_t most, double barrier_ns, double work_ns_p
 // and never up to a step whose calls took longer per byte than the one
 // below it (wall_ns_per_byte by k; 0: not measured); back down one where the
 // step below was measured faster. What staged_step cannot see: a larger
-// step's working set (local ranks x step, twice) falls out of cache: with
-// 4 ranks on 2 CPUs of 1 MiB L2 each, 4 MiB steps took twice as long as
-// 1 MiB steps from 4 MiB to 64 MiB, while beside busy loops 4 MiB steps
-// were 3x faster than 1 MiB ones.
+// step's working set (local ranks x step, twice) falls out of cache, and
+// whether that costs or pays depends on the load: with 4 ranks on 2 CPUs
+// of 1 MiB L2 each, 4 MiB steps were the slower ones on an idle host and
+// the faster ones beside busy loops (docs/engine.md, "Step size").
 size_t climb_step(size_t base, size_t most, size_t current, size_t want,
                   const double* wall_ns_per_byte);
 constexpr int kStepClasses = 16;
@@ -69,9 +69,10 @@ constexpr int kStepClasses = 16;
 struct ShmOptions {
   std::chrono::milliseconds timeout{300000};
   size_t chunk_bytes = kShmChunkDefault;
-  // The staged allreduce's largest step (TANDEM_SHM_MAX_CHUNK_BYTES): 4 MiB
-  // got ahead of Open MPI with 4 ranks on 2 cores beside busy loops
-  // (docs/engine.md "Beside busy loops"). At most chunk_bytes: fixed steps.
+  // The staged allreduce's largest step (TANDEM_SHM_MAX_CHUNK_BYTES): where
+  // barriers are dear (more ranks than CPUs, busy loops beside them) fewer,
+  // larger steps win, up to this one (docs/engine.md, "Step size"). At most
+  // chunk_bytes: fixed steps.
   size_t max_chunk_bytes = size_t{4} << 20;
   size_t arena_bytes = size_t{64} << 20;
   int spin_us = 50;

@@ -11,9 +11,9 @@ namespace tandem {
 // rank that one pipeline step of a node-local collective moves. Small enough
 // that a step stays in cache (half a core's L2 here), large enough to
 // amortise its barriers and the wait for the slower rank at each: 512 KiB
-// beat 256 KiB by 10-30% from 1 to 64 MiB at 2 ranks and at 4 in place
-// (4 out of place: the same or better) once the reduction kernel doubled
-// its speed (docs/engine.md, "Step size").
+// beat 256 KiB from 1 to 64 MiB at 2 ranks and at 4 in place (4 out of
+// place: the same or better) once the reduction kernel got faster
+// (docs/engine.md, "Step size").
 constexpr const char* kShmChunkVariable = "TANDEM_SHM_CHUNK_BYTES";
 constexpr size_t kShmChunkDefault = size_t{512} << 10;
 size_t shm_chunk_bytes_from_environment();

@@ -25,12 +25,11 @@ constexpr size_t kStreamingBytes = size_t{8} << 20;
 // no read for ownership to save: the line is already in this core's cache,
 // and a non-temporal store has to evict it and send it to DRAM at once,
 // where a normal store just dirties it (and the next call may still find it
-// in the cache). build/tools/store-probe (contrib/bench/store_probe.cc; AMD
-// EPYC VM, CPU time, minimum of 30 rounds, load 20-58): rewriting a buffer
-// in place 256 KiB at a time, 16 MiB took 0.46 ms with normal stores and
-// 0.94 ms with non-temporal ones, 64 MiB 2.84 and 4.05 ms; out of place the
-// two were within 4% of each other on that machine. The in-place allreduce
-// paid this from 8 MiB up (issue 23: slower than out of place from 16 MiB).
+// in the cache). build/tools/store-probe (contrib/bench/store_probe.cc)
+// times both: rewriting a buffer in place, non-temporal stores were the
+// slower ones at every size it timed, and out of place the two were even
+// (docs/engine.md, "In place"). An in-place allreduce that streamed from
+// kStreamingBytes up was slower than an out-of-place one of the same size.
 inline bool stream_results(size_t bytes, bool into_input) {
   return bytes >= kStreamingBytes && !into_input;
 }

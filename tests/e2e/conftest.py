@@ -26,8 +26,8 @@ Fixtures
 * ``cluster.sbatch(script, args=(), env=None, timeout=60)`` -> ``Batch``
   (job_id, state, exit_code, output, stderr). Submits ``script`` (text; a
   ``#!/bin/bash`` line is added when missing), then polls ``scontrol`` every
-  0.2 s instead of ``sbatch --wait`` (which polls every 6-10 s). On timeout
-  the job is cancelled and the test fails.
+  200 ms: ``sbatch --wait`` polls only every few seconds, which a test
+  would wait out. On timeout the job is cancelled and the test fails.
 * ``cluster.client_env(plugin_args)`` -> env dict for srun/sbatch that points
   at a copy of the cluster's slurm.conf whose plugstack.conf passes
   ``plugin_args`` (list of ``key=value``) instead. It changes only what the

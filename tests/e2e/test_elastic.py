@@ -1,4 +1,4 @@
-"""Elastic jobs under real srun --horovod=elastic (issue 19, docs/elastic.md).
+"""Elastic jobs under real srun --horovod=elastic (docs/elastic.md).
 
 tests/python/workers/elastic_torch.py trains the same batch on every rank at
 every step, so a job that loses ranks and goes on from its last commit must

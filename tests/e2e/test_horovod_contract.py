@@ -1,4 +1,4 @@
-"""Horovod 0.28's contract for torch code (issue 11) under `srun --horovod=on`
+"""Horovod 0.28's contract for torch code (docs/python.md) under `srun --horovod=on`
 on the local cluster: 3 ranks on 2 nodes (an uneven layout, 2 + 1), on
 Debian's torch 1.13 and on the torch 2.x venv when it exists. The checks are
 tests/python/workers/check_horovod.py (exception types, integer scaling,

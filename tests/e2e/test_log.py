@@ -6,7 +6,7 @@ and a bad value stops an enabled step at srun with one message."""
 
 import re
 
-# "tandem[r3 node2] INFO tcp: ..." and "... WARN tcp mesh.cc:266: ..."
+# "tandem[r3 node2] INFO tcp: ..." and "... WARN tcp connector.cc:347: ..."
 LINE = re.compile(r"^tandem\[r(\d+) (node\d+)\] (ERROR|WARN|INFO|DEBUG|TRACE) (\w+)"
                   r"(?: [\w.-]+:\d+)?: (.*)$")
 

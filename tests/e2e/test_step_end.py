@@ -1,4 +1,4 @@
-"""A failed job gives its allocation back (issue 11): 4 ranks on 2 nodes
+"""A failed job gives its allocation back (docs/runtime.md): 4 ranks on 2 nodes
 train (tests/e2e/workers/train_until_failure.py); one rank is stopped
 (SIGSTOP), killed (SIGKILL), or the link between the two nodes is cut
 (blackhole routes between the node namespaces; the control network to
@@ -155,10 +155,11 @@ def test_cut_link_between_the_nodes_ends_the_step(cluster):
         drill.finish()
 
 
-# Task 1 fails; task 0 outlives it by 4 s unless the step is ended. The 4 s
-# count from task 1's failure (a marker in the shared working directory),
-# not from task 0's start: the two nodes' tasks can start seconds apart on
-# a loaded host (a clean-clone CI run saw task 0 print before the kill).
+# Task 1 fails; task 0 outlives it by 4 s unless the step is ended. Those
+# seconds count from task 1's failure (a marker in the shared working
+# directory), not from task 0's start: the two nodes' tasks can start
+# seconds apart on a loaded host (a clean-clone CI run saw task 0 print
+# before the kill).
 SCRIPT = ("m=failed.$SLURM_JOB_ID.$SLURM_STEP_ID; "
           "if [ $SLURM_PROCID = 1 ]; then touch $m; exit 3; fi; "
           "for i in $(seq 600); do [ -e $m ] && break; sleep 0.1; done; sleep 4; "

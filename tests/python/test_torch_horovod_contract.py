@@ -1,4 +1,4 @@
-"""Horovod 0.28's contract for torch code (issue 11), on 1, 2 and 3 ranks
+"""Horovod 0.28's contract for torch code (docs/python.md), on 1, 2 and 3 ranks
 started by tandem-run: workers/check_horovod.py runs every check in one job
 per world size, and each test below asserts that one check passed on every
 rank. The failure scenarios (a lost peer, a peer that shuts down) end their

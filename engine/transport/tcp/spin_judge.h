@@ -7,9 +7,9 @@
 // to 1 s while it goes on, so that a loaded host pays one such wait per
 // period. A spin that catches its answer resets both. One near miss alone
 // is a peer late by about the spin's length (its CPU taken for a moment, a
-// benchmark printing); pausing for each of those cost ranks on CPUs of
-// their own 4-16 pauses, and a quarter of their calls asleep, per 44,000
-// 8-byte allreduces between two nodes (docs/tcp.md).
+// benchmark printing); pausing for each of those put ranks on CPUs of
+// their own to sleep in calls that needed no sleep (docs/tcp.md, "Spin
+// pauses for a coincidence").
 //
 // Shared by the threads of one transport: plain atomics, and a race between
 // two threads' verdicts costs at most one pause more or less.

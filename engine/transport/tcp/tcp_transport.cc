@@ -24,8 +24,9 @@ namespace tandem {
 namespace tcp {
 
 using Clock = std::chrono::steady_clock;
-// A spin also stops when two tries lie further apart than this (a try is
-// one or two non-blocking system calls, ~1 us: the thread lost its CPU).
+// A spin also stops when two tries lie further apart than this: a try is
+// one or two non-blocking system calls, far shorter than the gap, so a
+// longer one means the thread lost its CPU.
 constexpr auto kSpinGap = std::chrono::microseconds(20);
 
 struct TcpTransport::Transfer {
@@ -307,13 +308,11 @@ void TcpTransport::run(Transfer* ts, int count) {
   // link hands each packet to the queue of the CPU sending it, a flow sent
   // from two CPUs arrives out of order, and BBR, reading the duplicates as
   // a slower path, can hold the connection at a fraction of its speed for
-  // the rest of the job; 128 KiB pieces keep each piece inside the window
-  // (a 1 MiB allreduce 293-308 us, against 670-706 by 1 MiB pieces). A
-  // loss-based control (cubic, Linux's default) sends a whole piece from
-  // the call, and there fewer, larger pieces save the steps: 1 MiB pieces
-  // took the 1 MiB allreduce 253-297 us against 297-313 by 128 KiB, 4 MiB
-  // 1109-1342 against 1462-1472 (docs/tcp.md, "Piece by congestion
-  // control").
+  // the rest of the job; 128 KiB pieces keep each piece inside the window,
+  // so the call sends it all. A loss-based control (cubic, Linux's default)
+  // sends a whole piece from the call, and there fewer, larger pieces save
+  // the waits at piece boundaries, so 1 MiB pieces win. The measurements
+  // under both controls: docs/tcp.md, "Piece by congestion control".
   const size_t piece = count == 2 ? piece_of(ts) : 0;
   for (int i = 0; i < count; ++i) {
     ts[i].last_progress = start;

@@ -42,9 +42,10 @@ ConnectScheme connect_scheme_from_environment();
 
 // TANDEM_TCP_SPIN_US: how long a call keeps polling its sockets without
 // sleeping (yielding the CPU between tries) after the last byte moved, before
-// it sleeps in poll(). Waking a sleeping thread costs 20-60 us on a VM whose
-// idle vCPU halted, more than a whole round trip between two nodes; a busy
-// transfer keeps spinning as long as bytes keep moving. 0: sleep at once.
+// it sleeps in poll(). Waking a sleeping thread costs more than a whole
+// round trip between two nodes on a VM whose idle vCPU halted (docs/tcp.md,
+// "Spinning before sleeping"); a busy transfer keeps spinning as long as
+// bytes keep moving. 0: sleep at once.
 constexpr const char* kSpinVariable = "TANDEM_TCP_SPIN_US";
 constexpr int kDefaultSpinUs = 100;
 std::chrono::microseconds tcp_spin_from_environment();

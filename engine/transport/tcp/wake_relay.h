@@ -1,7 +1,8 @@
 // Round requests between nodes for the runtime over UDP (the RoundRelay of
 // transport/round_relay.h; shm/doorbell.h does it inside a node). Without it an idle rank of a job
 // that spans nodes has to run an empty round every TANDEM_IDLE_WAIT so that peers with work are not
-// held up: 3.6% of a core per idle rank at 1 ms. With it every rank sleeps
+// held up, a share of a core on every idle rank that grows with the job
+// (docs/runtime.md, "How a step runs"). With it every rank sleeps
 // on its node's doorbell, as on one node, and the first rank of a node to
 // ask for a round tells the other nodes.
 //

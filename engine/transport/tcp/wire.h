@@ -20,12 +20,12 @@
 // buffer into socket pages that advance with every byte the thread sends,
 // and the receiver's copy out of them keeps that offset. With an 8-byte
 // header every payload byte sat 8 bytes off its buffer's cache-line
-// alignment, and both kernel copies ran mutually misaligned: between two
-// namespace nodes of the local cluster a 1 MiB allreduce took 650-1000 us
-// (perf: 32% of the time in _copy_to_iter, 11% in _copy_from_iter) against
-// Open MPI's 280-550, whose fragments keep their alignment; with the stream
-// in whole 64-byte lines it took 390-420 us (docs/tcp.md). The handshake is
-// whole lines too (Hello and Ack are 64 bytes), so a thread's first
+// alignment, and both kernel copies ran mutually misaligned: those copies
+// (_copy_to_iter, _copy_from_iter), not the link, then set the speed of a
+// large message, and Open MPI, whose fragments keep their alignment, was
+// ahead. A stream in whole 64-byte lines keeps every payload aligned
+// (measurements: docs/tcp.md, "The stream in whole lines"). The handshake
+// is whole lines too (Hello and Ack are 64 bytes), so a thread's first
 // message starts aligned.
 #pragma once
 

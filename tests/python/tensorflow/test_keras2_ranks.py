@@ -2,7 +2,7 @@
 3 ranks started by tandem-run (workers/check_keras2.py, which checks values
 against what every rank contributed). Runs where the interpreter's Keras is
 Keras 2: the tfkeras venv (meson sets TF_USE_LEGACY_KERAS=1) and the tf215
-venv; elsewhere it is skipped, saying why (test_keras_ranks.py checks Keras 3).
+venv; elsewhere it is skipped, saying why (test_keras_api.py checks Keras 3).
 
 One job per world size runs all checks; each test asserts that one check
 passed on every rank, so a failure names what broke.

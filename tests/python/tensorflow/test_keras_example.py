@@ -43,10 +43,10 @@ def _keras_version():
     return keras2().__version__ if keras2() is not None else "3"
 
 
-# Open finding (tf-reference, 2026-11-25): on TF 2.15.1 / Keras 2.15 the 4 x 8
-# run ended 1.26e-4 from the 1 x 32 one (tolerance 1e-5; ranks still equal);
-# on tf_keras 2.21 and Keras 3 it is within 1e-5. Cause not determined yet
-# (docs/keras.md, Left / weak): recorded here, not hidden.
+# Open finding: on TF 2.15.1 / Keras 2.15 the 4 x 8 run ends further from
+# the 1 x 32 one than the tolerance (ranks still equal); on tf_keras 2.21
+# and Keras 3 it is within it. Cause not determined yet (docs/keras.md):
+# recorded here, not hidden.
 @pytest.mark.xfail(_keras_version().startswith("2.15."), strict=False,
                    reason="Keras 2.15: 4 x 8 vs 1 x 32 measured 1.26e-4 > 1e-5, cause open")
 def test_four_ranks_of_b_equal_one_process_of_4b_and_agree_bitwise(ranks, py_env, tmp_path):

@@ -1,4 +1,4 @@
-"""Horovod 0.28's contract as its users' torch code relies on it (issue 11),
+"""Horovod 0.28's contract as its users' torch code relies on it (docs/python.md),
 checked on every rank. Run as N ranks (tandem-run -np N, or srun
 --horovod=on); each rank prints "PASS <check> rank R" or "FAIL ..." per check
 and exits 1 if any failed. ``--only a,b`` runs a subset; ``--scenario NAME``

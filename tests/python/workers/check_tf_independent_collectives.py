@@ -1,5 +1,5 @@
 """Many independent collectives in one TensorFlow graph complete in any
-execution order with an inter-op pool of any size (issue 20), as Horovod's
+execution order with an inter-op pool of any size (docs/tensorflow.md), as Horovod's
 asynchronous kernels do.
 
     tandem-run -np N python check_tf_independent_collectives.py INTER_OP_THREADS

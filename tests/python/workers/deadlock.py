@@ -1,4 +1,4 @@
-"""Diverged ranks through horovod.torch or horovod.tensorflow (issue 11):
+"""Diverged ranks through horovod.torch or horovod.tensorflow (docs/runtime.md):
 rank 0 waits in hvd.barrier(), rank 1 in hvd.allgather(name='x'), any
 others in an allreduce whose automatic name drifted (one call more). Every
 rank must raise tandem.errors.AbortedError whose message names each rank's

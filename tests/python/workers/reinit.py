@@ -1,5 +1,5 @@
 """hvd.init() -> hvd.shutdown() -> hvd.init() in one process, many times,
-with collectives in each cycle (issue 11: Horovod allows it). Run under
+with collectives in each cycle (Horovod allows it; docs/runtime.md). Run under
 tandem-run by tests/python/test_torch_reinit.py and under srun --horovod=on by
 tests/e2e/test_reinit.py.
 

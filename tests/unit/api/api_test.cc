@@ -191,8 +191,9 @@ std::vector<int> run_job(const std::vector<int>& per_node, int victim = -1) {
   unsetenv("TANDEM_TIMEOUT");
   if (victim >= 0) {
     // Kill once every rank is in the failure loop (not at a fixed time: on
-    // a loaded machine start-up took longer than 1.5 s and the victim died
-    // in the bootstrap), then a little later so that it dies mid-collective.
+    // a loaded machine start-up can outlast any fixed delay, and the victim
+    // would die in the bootstrap), then a little later so that it dies
+    // mid-collective.
     int in_loop = 0;
     char byte;
     pollfd p{ready[0], POLLIN, 0};

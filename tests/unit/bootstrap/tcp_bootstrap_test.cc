@@ -411,7 +411,7 @@ TEST_F(TcpBootstrapTest, GatherWaitsForEveryKeyOfThePrefix) {
 // An allgather is one SET, one GATHER and one DEL (of the last one's key)
 // per rank: five more allgathers at 8 ranks cost the store 5 x 3 x 8
 // requests (it was 5 x (1 + 8 + 1) x 8 with a GET per rank and value: the
-// one server thread answered N^2 requests, 33 s of a 256-rank start-up).
+// one server thread answered N^2 requests, most of a large job's start-up).
 std::string gathering_rank(int rank, int size, int rounds) {
   auto b = bootstrap_from_environment();
   for (int round = 0; round < rounds; ++round) {

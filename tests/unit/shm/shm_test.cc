@@ -222,8 +222,9 @@ std::vector<int> all(int n, NodeSync::Polling p) {
 // Bound ranks (srun --horovod=on, tandem-run --bind) each see one core in
 // their own affinity; what decides is every rank's set. Spinning with two
 // ranks on one CPU keeps the peer off it; yielding where no rank can need
-// our CPU hands it to other work for a whole scheduler slice (an 8-byte
-// allreduce 0.34 us with no other load, 6 us beside a busy loop).
+// our CPU hands it to other work for a whole scheduler slice, which makes
+// an 8-byte allreduce many times slower beside a busy loop (docs/engine.md,
+// "Waiting").
 TEST(NodeSync, PollingFollowsTheRanksCpuSets) {
   using P = NodeSync::Polling;
   const std::vector<int> cpus = allowed_cpus();

@@ -249,7 +249,7 @@ TEST(TcpOrder, ManyMessagesArriveInOrder) {
 // Every message takes whole 64-byte lines on the wire (a 64-byte header,
 // the payload, zeros to the next line), so each payload starts where its
 // buffer's cache lines do in the kernel's socket pages (wire.h: with an
-// 8-byte header both kernel copies ran misaligned, at half the speed), and
+// 8-byte header both kernel copies ran misaligned, and slower), and
 // odd sizes in between do not shift the messages after them.
 TEST(TcpWire, MessagesAreWholeLinesAndOddSizesDoNotShiftTheRest) {
   const size_t sizes[] = {0, 1, 8, 63, 64, 65, 4093, (size_t{1} << 20) + 3, size_t{1} << 20};
