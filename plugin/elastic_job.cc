@@ -16,6 +16,7 @@
 #include "bootstrap/socket.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "elastic/service.h"
 #include "plugin_error.h"
 
@@ -29,7 +30,7 @@ std::string env_or(const char* name, const std::string& fallback) {
 }
 
 std::string elastic_dir() {
-  if (const char* d = std::getenv("TANDEM_ELASTIC_DIR"); d && *d) return d;
+  if (const auto d = env_value("TANDEM_ELASTIC_DIR")) return *d;
   const char* home = std::getenv("HOME");
   if (!home || !*home)
     throw PluginError(

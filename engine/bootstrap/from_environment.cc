@@ -40,8 +40,8 @@ bool tcp_requested() {
 
 std::unique_ptr<Bootstrap> tcp_from_environment() {
   auto addr = env::get("TANDEM_RENDEZVOUS_ADDR");
-  auto size = env::get_int("TANDEM_SIZE", 1, 1 << 24);
-  auto rank = env::get_int("TANDEM_RANK", 0, 1 << 24);
+  auto size = env::get_int("TANDEM_SIZE");
+  auto rank = env::get_int("TANDEM_RANK");
   auto token = env::get("TANDEM_RENDEZVOUS_TOKEN");
   std::string missing;
   if (!addr) missing += " TANDEM_RENDEZVOUS_ADDR";

@@ -13,6 +13,7 @@
 #include "bootstrap/identity.h"
 #include "bootstrap/pmix_api.h"
 #include "common/errors.h"
+#include "common/settings.h"
 
 namespace tandem {
 
@@ -65,10 +66,10 @@ class Session {
     if (!s.initialized) {
       // A container that does not see slurmd's spool: PMIx_Init would fail
       // after printing its own errors about the missing data store.
-      const char* dir = std::getenv("PMIX_SERVER_TMPDIR");
+      const auto dir = environment_fact("PMIX_SERVER_TMPDIR");
       struct stat st {};
-      if (dir != nullptr && *dir != '\0' && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-        throw PmixInitError(std::string("the PMIx server's directory ") + dir +
+      if (dir && (stat(dir->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+        throw PmixInitError("the PMIx server's directory " + *dir +
                             " (PMIX_SERVER_TMPDIR) is not visible here");
       pmix_status_t rc = pmix_api().Init(&s.me, nullptr, 0);
       if (rc != PMIX_SUCCESS)

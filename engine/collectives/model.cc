@@ -125,7 +125,7 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
 }
 
 AllreduceAlgorithm allreduce_algorithm_from_environment() {
-  return parse_allreduce_algorithm(env_string(kAllreduceAlgorithmVariable, "auto"));
+  return parse_allreduce_algorithm(env_string(kAllreduceAlgorithmVariable));
 }
 
 }  // namespace tandem

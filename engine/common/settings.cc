@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <strings.h>
 
@@ -101,35 +102,118 @@ bool parse_bool_setting(const char* name, const char* v) {
   reject(name, v, "1/0, true/false, yes/no or on/off");
 }
 
-int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max) {
+const SettingDecl& setting_declaration(const char* name) {
+  const SettingDecl* d = find_setting(name);
+  if (d == nullptr)
+    throw Error(std::string("setting ") + name +
+                " is not declared in common/settings_table.h (a bug: declare it there)");
+  return *d;
+}
+
+namespace {
+
+const SettingDecl& declared_as(const char* name, std::initializer_list<SettingType> types) {
+  const SettingDecl& d = setting_declaration(name);
+  for (SettingType t : types)
+    if (d.type == t) return d;
+  throw Error(std::string("setting ") + name +
+              " is read as another type than common/settings_table.h declares (a bug)");
+}
+
+// The declared default, parsed like a value; a declaration without one read
+// by a reader that needs one is a bug (env_int_if_set is for those).
+const char* default_of(const SettingDecl& d) {
+  if (*d.default_text == '\0')
+    throw Error(std::string("setting ") + d.name +
+                " has no default in common/settings_table.h but is read as if it had (a bug)");
+  return d.default_text;
+}
+
+int64_t int_bound(double x) { return static_cast<int64_t>(x); }
+
+}  // namespace
+
+int64_t env_int(const char* name) {
+  const SettingDecl& d = declared_as(name, {SettingType::kInt, SettingType::kBytes});
+  const int64_t fallback =
+      parse_int_setting(d.name, default_of(d), int_bound(d.min), int_bound(d.max));
   const char* v = value_of(name);
   if (v == nullptr) return fallback;
-  const int64_t x = parse_int_setting(name, v, min, max);
-  if (x != fallback) note_setting(name, v, std::to_string(fallback));
+  const int64_t x = parse_int_setting(name, v, int_bound(d.min), int_bound(d.max));
+  if (x != fallback) note_setting(name, v, d.default_text);
   return x;
 }
 
-double env_double(const char* name, double fallback, double min, double max) {
+std::optional<int64_t> env_int_if_set(const char* name) {
+  const SettingDecl& d = declared_as(name, {SettingType::kInt, SettingType::kBytes});
+  const char* v = value_of(name);
+  if (v == nullptr) {
+    if (*d.default_text == '\0') return std::nullopt;
+    return parse_int_setting(d.name, d.default_text, int_bound(d.min), int_bound(d.max));
+  }
+  return parse_int_setting(name, v, int_bound(d.min), int_bound(d.max));
+}
+
+double env_double(const char* name) {
+  const SettingDecl& d = declared_as(name, {SettingType::kNumber, SettingType::kSeconds});
+  const double fallback = parse_double_setting(d.name, default_of(d), d.min, d.max);
   const char* v = value_of(name);
   if (v == nullptr) return fallback;
-  const double x = parse_double_setting(name, v, min, max);
+  const double x = parse_double_setting(name, v, d.min, d.max);
   if (x != fallback) note_setting(name, v, number_text(fallback));
   return x;
 }
 
-std::string env_string(const char* name, const std::string& fallback) {
+std::chrono::milliseconds env_milliseconds(const char* name) {
+  declared_as(name, {SettingType::kSeconds});
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(env_double(name) * 1000.0)));
+}
+
+bool env_bool(const char* name) {
+  const SettingDecl& d = declared_as(name, {SettingType::kBool});
+  const bool fallback = parse_bool_setting(d.name, default_of(d));
   const char* v = value_of(name);
   if (v == nullptr) return fallback;
-  if (fallback != v) note_setting(name, v, fallback);
+  const bool x = parse_bool_setting(name, v);
+  if (x != fallback) note_setting(name, v, d.default_text);
+  return x;
+}
+
+std::string env_string(const char* name) {
+  const SettingDecl& d = declared_as(name, {SettingType::kString, SettingType::kEnum});
+  const char* v = value_of(name);
+  if (v == nullptr) return d.default_text;
+  if (v != std::string(d.default_text)) note_setting(name, v, d.default_text);
   return v;
 }
 
+std::optional<std::string> env_value(const char* name) {
+  setting_declaration(name);
+  const char* v = value_of(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+const char* declared_getenv(const char* name) {
+  setting_declaration(name);
+  return std::getenv(name);
+}
+
+std::optional<std::string> environment_fact(const char* name) {
+  if (find_environment_fact(name) == nullptr)
+    throw Error(std::string(name) +
+                " is not listed in kEnvironmentFacts (common/settings_table.h) (a bug: list it "
+                "with its reason, or declare it as a setting)");
+  const char* v = value_of(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
 std::chrono::milliseconds timeout_from_environment() {
-  // Upper bound: a week, so that the conversion to milliseconds cannot
-  // overflow and a typo like 3e30 is caught. The lower bound keeps at least
-  // one millisecond of waiting.
-  const double seconds = env_double(kTimeoutVariable, kDefaultTimeoutSeconds, 0.001, 7 * 86400.0);
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+  // The declared upper bound (a week) keeps the conversion to milliseconds
+  // from overflowing and catches a typo like 3e30; the lower bound keeps at
+  // least one millisecond of waiting.
+  return env_milliseconds(kTimeoutVariable);
 }
 
 }  // namespace tandem

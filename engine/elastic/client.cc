@@ -68,7 +68,7 @@ ElasticClient::ElasticClient(const HostPort& addr, const std::string& token,
   store::Writer w(static_cast<uint8_t>(Op::kHello));
   // TANDEM_ELASTIC_ORDER: the launcher's rank of this process (srun's step
   // and task id), which orders new processes of one generation.
-  const auto order = env::get_int("TANDEM_ELASTIC_ORDER", 0, 1 << 30);
+  const auto order = env::get_int("TANDEM_ELASTIC_ORDER");
   w.str(token)
       .str(node)
       .str(label)

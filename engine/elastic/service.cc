@@ -780,18 +780,20 @@ struct MembershipService::Impl {
 
 ServiceSettings ServiceSettings::from_environment() {
   ServiceSettings s;
-  s.min_size = static_cast<int>(env_int("TANDEM_ELASTIC_MIN_NP", 1, 1, 1 << 24));
-  s.max_size = static_cast<int>(env_int("TANDEM_ELASTIC_MAX_NP", 1 << 24, 1, 1 << 24));
+  s.min_size = static_cast<int>(env_int("TANDEM_ELASTIC_MIN_NP"));
+  s.max_size = static_cast<int>(env_int("TANDEM_ELASTIC_MAX_NP"));
   if (s.max_size < s.min_size)
     throw InvalidArgument("TANDEM_ELASTIC_MAX_NP=" + std::to_string(s.max_size) +
                           " is below TANDEM_ELASTIC_MIN_NP=" + std::to_string(s.min_size));
-  s.reset_limit = static_cast<int>(env_int("TANDEM_ELASTIC_RESET_LIMIT", -1, 0, 1 << 30));
-  auto ms = [](double seconds) {
-    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-  };
-  s.elastic_timeout = ms(env_double("HOROVOD_ELASTIC_TIMEOUT", 600.0, 0.001, 86400.0 * 30));
-  s.ping_timeout = ms(env_double("TANDEM_ELASTIC_PING_TIMEOUT", 10.0, 0.001, 86400.0));
-  s.join_timeout = ms(env_double("TANDEM_BOOTSTRAP_TIMEOUT", 60.0, 0.001, 86400.0));
+  if (const auto limit = env_int_if_set("TANDEM_ELASTIC_RESET_LIMIT")) {
+    s.reset_limit = static_cast<int>(*limit);
+    note_setting("TANDEM_ELASTIC_RESET_LIMIT", std::to_string(*limit), "");
+  } else {
+    s.reset_limit = -1;  // no limit
+  }
+  s.elastic_timeout = env_milliseconds("HOROVOD_ELASTIC_TIMEOUT");
+  s.ping_timeout = env_milliseconds("TANDEM_ELASTIC_PING_TIMEOUT");
+  s.join_timeout = env_milliseconds("TANDEM_BOOTSTRAP_TIMEOUT");
   return s;
 }
 

@@ -9,17 +9,11 @@
 namespace tandem {
 namespace gpu {
 
-const SettingDecl kGpuSettings[3] = {
-    {"TANDEM_CUDA_LIBRARY", "libcudart.so.13, then libcudart.so.12",
-     "path or soname of the CUDA runtime to load; when set, nothing else is tried"},
-    {"TANDEM_NCCL_LIBRARY", "libnccl.so.2",
-     "path or soname of NCCL to load; when set, nothing else is tried"},
-    {"TANDEM_GPU_DEVICE", "local rank modulo the visible GPUs",
-     "CUDA device index (among CUDA_VISIBLE_DEVICES) this rank uses"},
-};
+const char* const kGpuSettings[3] = {"TANDEM_CUDA_LIBRARY", "TANDEM_NCCL_LIBRARY",
+                                     "TANDEM_GPU_DEVICE"};
 
 EnvLookup process_environment() {
-  return [](const char* name) -> const char* { return std::getenv(name); };
+  return [](const char* name) -> const char* { return declared_getenv(name); };
 }
 
 namespace {
@@ -41,7 +35,7 @@ std::optional<int> device_override(const EnvLookup& env) {
   errno = 0;
   const long parsed = std::strtol(value, &end, 10);
   const bool digits_only = value[0] >= '0' && value[0] <= '9' && *end == '\0';
-  if (!digits_only || errno != 0 || parsed > 1024)
+  if (!digits_only || errno != 0 || parsed > setting_declaration("TANDEM_GPU_DEVICE").max)
     throw InvalidArgument("TANDEM_GPU_DEVICE='" + std::string(value) +
                           "': expected a CUDA device index (0, 1, ...) among the visible GPUs, "
                           "or unset it to use the local rank");
@@ -55,8 +49,8 @@ GpuSettings GpuSettings::from(const EnvLookup& env) {
   s.cuda_library = library_override(env, "TANDEM_CUDA_LIBRARY");
   s.nccl_library = library_override(env, "TANDEM_NCCL_LIBRARY");
   s.device = device_override(env);
-  for (const SettingDecl& d : kGpuSettings)
-    if (const char* v = env(d.name)) note_setting(d.name, v, d.fallback);
+  for (const char* name : kGpuSettings)
+    if (const char* v = env(name)) note_setting(name, v, setting_declaration(name).default_text);
   return s;
 }
 

@@ -1,5 +1,5 @@
-// The GPU path's settings, each declared once (kGpuSettings) with its
-// default and meaning; docs/gpu.md lists the same table. Parsed strictly: a
+// The GPU path's settings, each declared once in the engine's table
+// (common/settings_table.h); docs/gpu.md lists the same table. Parsed strictly: a
 // bad value is an InvalidArgument naming the variable and the value.
 // The operation deadline is not here: the GPU path uses the engine's
 // TANDEM_TIMEOUT, passed in by the caller, so both paths fail in one bound.
@@ -12,12 +12,8 @@
 namespace tandem {
 namespace gpu {
 
-struct SettingDecl {
-  const char* name;
-  const char* fallback;  // what happens when unset
-  const char* meaning;
-};
-extern const SettingDecl kGpuSettings[3];
+// The GPU path's settings, declared in common/settings_table.h.
+extern const char* const kGpuSettings[3];
 
 // Looks a variable up; nullptr when unset. Tests pass a map instead of
 // touching the process environment.

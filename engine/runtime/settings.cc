@@ -11,55 +11,16 @@
 namespace tandem::runtime {
 
 const std::vector<SettingSpec>& runtime_setting_specs() {
-  static const std::vector<SettingSpec> specs = {
-      {"TANDEM_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "134217728",
-       "Bytes: the largest fused allreduce buffer. Ready allreduces of the same dtype, op and "
-       "scale are packed up to this size; 0 turns fusion off."},
-      {"TANDEM_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "0.5",
-       "Milliseconds: the longest batching window. When work arrives the cycle starts once "
-       "enqueues pause for 100 microseconds or a thread waits on a handle, at the latest "
-       "this long after the first enqueue, so that tensors enqueued back to back share a "
-       "cycle; 0 starts it at once."},
-      {"TANDEM_IDLE_WAIT", nullptr, "1.0",
-       "Milliseconds an idle rank waits for work before running an empty negotiation round, "
-       "when the world spans nodes and TANDEM_WAKE_RELAY is 0 (peers that have work are not "
-       "held up). Otherwise peers wake idle ranks and this is not used."},
-      {"TANDEM_WAKE_RELAY", nullptr, "1",
-       "1: when the world spans nodes, every node's first rank relays round requests from "
-       "the other nodes (UDP, to the address the TCP transport uses) and idle ranks sleep "
-       "until asked, with a round every 25 ms as the fallback. 0: idle ranks run an empty "
-       "round every TANDEM_IDLE_WAIT instead (for sites that block UDP between nodes)."},
-      {"TANDEM_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "1024",
-       "Entries of the response cache per process set; 0 turns it off (every tensor is "
-       "negotiated in full every step)."},
-      {"TANDEM_TIMELINE", "HOROVOD_TIMELINE", "(unset)",
-       "Path of a Chrome-trace JSON timeline written by rank 0 from init on."},
-      {"TANDEM_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", "0",
-       "1 to mark every cycle in the timeline."},
-      {"TANDEM_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", "60",
-       "Seconds after which rank 0 warns about a tensor that some ranks enqueued and others "
-       "did not, naming both; 0 turns the check off."},
-      {"TANDEM_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "0",
-       "Seconds after which such a stall fails every pending operation on every rank "
-       "(TANDEM_ERR_TIMEOUT); 0 waits forever."},
-      {"TANDEM_DEADLOCK_CHECK_SECONDS", nullptr, "1",
-       "Seconds a rank's threads must have waited on handles, with nothing enqueued on the "
-       "rank meanwhile, before the rank tells the others what it waits in. When the ranks "
-       "that wait can never go on (each waits for a collective another waiting rank has not "
-       "started: diverged code or names), every rank fails at once with one message naming "
-       "each rank's wait (TANDEM_ERR_ABORTED) and the runtime stops. A rank busy elsewhere "
-       "(slow, checkpointing) never counts as blocked. 0 turns the check off (for programs "
-       "where one thread waits while another thread of the same rank will enqueue what the "
-       "peers wait for)."},
-      {"TANDEM_RUNTIME_SCHEDULING", nullptr, "other",
-       "other or batch: the Linux scheduling policy of the runtime's background thread. "
-       "other (SCHED_OTHER): its wake-ups preempt the framework's thread, so a step's "
-       "negotiation and allreduces run while the framework still computes, even on one "
-       "core per rank. batch (SCHED_BATCH): the same CPU share but no preemption on "
-       "wake-up; back-to-back enqueues without compute between them are ~10% faster, but "
-       "a training step waits for the framework's time slice (measured 2-3x slower "
-       "training with one core per rank). Device batches always run under other."},
-  };
+  static const std::vector<SettingSpec> specs = [] {
+    std::vector<SettingSpec> v;
+    for (const char* name :
+         {"TANDEM_FUSION_THRESHOLD", "TANDEM_CYCLE_TIME", "TANDEM_IDLE_WAIT", "TANDEM_WAKE_RELAY",
+          "TANDEM_CACHE_CAPACITY", "TANDEM_TIMELINE", "TANDEM_TIMELINE_MARK_CYCLES",
+          "TANDEM_STALL_CHECK_TIME_SECONDS", "TANDEM_STALL_SHUTDOWN_TIME_SECONDS",
+          "TANDEM_DEADLOCK_CHECK_SECONDS", "TANDEM_RUNTIME_SCHEDULING"})
+      v.push_back(setting_declaration(name));
+    return v;
+  }();
   return specs;
 }
 
@@ -72,12 +33,19 @@ bool parse_scheduling(const char* var, const char* v) {
                         "': expected other or batch; fix or unset the variable");
 }
 
-constexpr double kMaxSeconds = 7 * 86400.0;  // a week: catches typos like 6e10
+int64_t int_in_bounds(const SettingSpec& spec, const char* var, const char* v) {
+  return parse_int_setting(var, v, static_cast<int64_t>(spec.min), static_cast<int64_t>(spec.max));
+}
+
+double number_in_bounds(const SettingSpec& spec, const char* var, const char* v) {
+  return parse_double_setting(var, v, spec.min, spec.max);
+}
 
 }  // namespace
 
 Settings Settings::from_environment(const Getenv& getenv_fn) {
-  Getenv get = getenv_fn ? getenv_fn : [](const char* n) -> const char* { return std::getenv(n); };
+  Getenv get =
+      getenv_fn ? getenv_fn : [](const char* n) -> const char* { return declared_getenv(n); };
   Settings s;
   // Returns the value and the variable it came from, or nullptr when unset.
   auto value = [&](const SettingSpec& spec, const char** var) -> const char* {
@@ -99,25 +67,24 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
     const char* v = value(spec, &var);
     if (!v) continue;
     std::string n = spec.name;
-    // The strict parsers are the engine's (common/settings.h); the ranges
-    // are here, next to the declarations.
+    // The strict parsers and the bounds are the engine's (common/settings.h,
+    // common/settings_table.h).
     if (n == "TANDEM_FUSION_THRESHOLD")
-      s.fusion_threshold_bytes =
-          static_cast<size_t>(parse_int_setting(var, v, 0, int64_t{1} << 40));
-    else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = parse_double_setting(var, v, 0, 60000);
-    else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = parse_double_setting(var, v, 0, 60000);
+      s.fusion_threshold_bytes = static_cast<size_t>(int_in_bounds(spec, var, v));
+    else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = number_in_bounds(spec, var, v);
+    else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = number_in_bounds(spec, var, v);
     else if (n == "TANDEM_WAKE_RELAY") s.wake_relay = parse_bool_setting(var, v);
     else if (n == "TANDEM_CACHE_CAPACITY")
-      s.cache_capacity = static_cast<size_t>(parse_int_setting(var, v, 0, 1 << 20));
+      s.cache_capacity = static_cast<size_t>(int_in_bounds(spec, var, v));
     else if (n == "TANDEM_TIMELINE") s.timeline_path = v;
     else if (n == "TANDEM_TIMELINE_MARK_CYCLES")
       s.timeline_mark_cycles = parse_bool_setting(var, v);
     else if (n == "TANDEM_STALL_CHECK_TIME_SECONDS")
-      s.stall_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
+      s.stall_check_seconds = number_in_bounds(spec, var, v);
     else if (n == "TANDEM_STALL_SHUTDOWN_TIME_SECONDS")
-      s.stall_shutdown_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
+      s.stall_shutdown_seconds = number_in_bounds(spec, var, v);
     else if (n == "TANDEM_DEADLOCK_CHECK_SECONDS")
-      s.deadlock_check_seconds = parse_double_setting(var, v, 0, kMaxSeconds);
+      s.deadlock_check_seconds = number_in_bounds(spec, var, v);
     else if (n == "TANDEM_RUNTIME_SCHEDULING") s.batch_scheduling = parse_scheduling(var, v);
     else throw Error("runtime: setting " + n + " is declared but not parsed (a bug)");
     if (std::strcmp(v, spec.default_text) != 0) note_setting(var, v, spec.default_text);

@@ -1,11 +1,12 @@
-// The runtime's settings. Each is declared once, in the table in
-// settings.cc, with its Tandem name, the Horovod name it also honors, its
-// default and its description; docs/runtime.md lists the same table (a unit
-// test keeps them in step). Values are parsed strictly: a bad value is an
-// InvalidArgument naming the variable and the value, never a silent default,
-// by the engine's one strict reader (common/settings.h). An empty value means
-// unset. The runtime's deadline is the engine's TANDEM_TIMEOUT; its log is
-// the engine's (common/log.h: TANDEM_LOG, TANDEM_LOG_SUBSYS).
+// The runtime's settings. Each is declared once, in the engine's table
+// (common/settings_table.h), with its Tandem name, the Horovod name it also
+// honors, its default, its bounds and its description; docs/runtime.md lists
+// the same settings (a unit test keeps them in step). Values are parsed
+// strictly: a bad value is an InvalidArgument naming the variable and the
+// value, never a silent default, by the engine's one strict reader
+// (common/settings.h). An empty value means unset. The runtime's deadline
+// is the engine's TANDEM_TIMEOUT; its log is the engine's (common/log.h:
+// TANDEM_LOG, TANDEM_LOG_SUBSYS).
 #pragma once
 
 #include <cstddef>
@@ -13,30 +14,30 @@
 #include <string>
 #include <vector>
 
+#include "common/settings_table.h"
+
 namespace tandem::runtime {
 
-struct SettingSpec {
-  const char* name;          // TANDEM_*
-  const char* horovod_name;  // HOROVOD_* or nullptr
-  const char* default_text;  // as documented
-  const char* description;
-};
+// A runtime setting's declaration (name, Horovod name, type, default_text,
+// bounds, doc) in the engine's one table.
+using SettingSpec = tandem::SettingDecl;
 
 // Every runtime setting, in documentation order.
 const std::vector<SettingSpec>& runtime_setting_specs();
 
 struct Settings {
-  size_t fusion_threshold_bytes = 128u << 20;
-  double cycle_time_ms = 0.5;
-  double idle_wait_ms = 1.0;
-  bool wake_relay = true;
-  size_t cache_capacity = 1024;
+  size_t fusion_threshold_bytes = declared_default_int("TANDEM_FUSION_THRESHOLD");
+  double cycle_time_ms = declared_default_number("TANDEM_CYCLE_TIME");
+  double idle_wait_ms = declared_default_number("TANDEM_IDLE_WAIT");
+  bool wake_relay = declared_default_int("TANDEM_WAKE_RELAY") != 0;
+  size_t cache_capacity = declared_default_int("TANDEM_CACHE_CAPACITY");
   std::string timeline_path;
-  bool timeline_mark_cycles = false;
-  double stall_check_seconds = 60;
-  double stall_shutdown_seconds = 0;
-  double deadlock_check_seconds = 1;  // deadlock.h; 0: off
-  bool batch_scheduling = false;      // TANDEM_RUNTIME_SCHEDULING=batch
+  bool timeline_mark_cycles = declared_default_int("TANDEM_TIMELINE_MARK_CYCLES") != 0;
+  double stall_check_seconds = declared_default_number("TANDEM_STALL_CHECK_TIME_SECONDS");
+  double stall_shutdown_seconds = declared_default_number("TANDEM_STALL_SHUTDOWN_TIME_SECONDS");
+  double deadlock_check_seconds =
+      declared_default_number("TANDEM_DEADLOCK_CHECK_SECONDS");  // deadlock.h; 0: off
+  bool batch_scheduling = false;                                 // TANDEM_RUNTIME_SCHEDULING=batch
 
   using Getenv = std::function<const char*(const char*)>;
   // Reads every declared variable through `getenv` (the process environment

@@ -5,23 +5,21 @@
 namespace tandem {
 
 size_t shm_chunk_bytes_from_environment() {
-  return static_cast<size_t>(env_int(kShmChunkVariable, kShmChunkDefault, 4096, 64 << 20));
+  return static_cast<size_t>(env_int(kShmChunkVariable));
 }
 
 size_t shm_max_chunk_bytes_from_environment() {
-  return static_cast<size_t>(env_int(kShmMaxChunkVariable, 4 << 20, 4096, 64 << 20));
+  return static_cast<size_t>(env_int(kShmMaxChunkVariable));
 }
 
 size_t shm_arena_bytes_from_environment() {
-  return static_cast<size_t>(env_int(kShmArenaVariable, 64 << 20, 0, int64_t{64} << 30));
+  return static_cast<size_t>(env_int(kShmArenaVariable));
 }
 
-int shm_cma_from_environment() { return static_cast<int>(env_int(kShmCmaVariable, 1, 0, 2)); }
+int shm_cma_from_environment() { return static_cast<int>(env_int(kShmCmaVariable)); }
 
-bool shm_stats_from_environment() { return env_int(kShmStatsVariable, 0, 0, 1) == 1; }
+bool shm_stats_from_environment() { return env_int(kShmStatsVariable) == 1; }
 
-int shm_spin_us_from_environment() {
-  return static_cast<int>(env_int(kShmSpinVariable, 50, 0, 1000000));
-}
+int shm_spin_us_from_environment() { return static_cast<int>(env_int(kShmSpinVariable)); }
 
 }  // namespace tandem

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include "common/settings_table.h"
+
 namespace tandem {
 
 // TANDEM_SHM_CHUNK_BYTES (default 524288, 4096..67108864): bytes per local
@@ -15,7 +17,7 @@ namespace tandem {
 // place: the same or better) once the reduction kernel got faster
 // (docs/engine.md, "Step size").
 constexpr const char* kShmChunkVariable = "TANDEM_SHM_CHUNK_BYTES";
-constexpr size_t kShmChunkDefault = size_t{512} << 10;
+constexpr size_t kShmChunkDefault = declared_default_int(kShmChunkVariable);
 size_t shm_chunk_bytes_from_environment();
 
 // TANDEM_SHM_MAX_CHUNK_BYTES (default 4194304, 4096..67108864): the largest

@@ -8,6 +8,12 @@ that shows one agrees with the code:
   without a suffix by their #! line) has a row in
   docs/settings.md, and every row there is still used;
 - every such variable a manual page (docs/man/*.md) names is a row there;
+- the engine's table of settings (engine/common/settings_table.h) and the
+  tables of docs/settings.md agree: every declared variable (and its Horovod
+  name) has a row, one with a default column showing the declared default
+  when it has one; every variable in a table with a default column (the
+  engine's) is declared; the others (set by the plugin, read by the Python
+  package, the preload, the scripts) are in tables without one;
 - the plugstack.conf keys of plugin/config.cc, the values of --horovod
   (plugin/mode.h) and the Meson options (meson_options.txt) are the ones
   docs/settings.md lists;
@@ -26,6 +32,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "docs" / "man"))
 import md2man  # noqa: E402  (the renderer the build uses)
+sys.path.insert(0, str(ROOT / "tests" / "docs"))
+import check_env_reads  # noqa: E402  (reads the table of declarations)
 
 # A string literal ("TANDEM_X", 'TANDEM_X=') or a shell expansion (${TANDEM_X}).
 LITERAL = re.compile(r"""["'`]((?:TANDEM|HOROVOD)_[A-Z0-9_]*[A-Z0-9])["'`=]"""
@@ -99,6 +107,72 @@ def check_variables(report, doc):
         for name in sorted(set(WORD.findall(page.read_text())) - documented):
             report.errors.append(f"docs/man/{page.name}: names {name}, which docs/settings.md does not list")
     return len(used), len(documented)
+
+
+def declarations():
+    """name -> (default text, Tandem name) of every declared setting and alias."""
+    text = check_env_reads.TABLE.read_text()
+    found = {}
+    for name, horovod, default in re.findall(
+            r'\{"([A-Z0-9_]+)",\s*(?:nullptr|"([A-Z0-9_]+)"),\s*SettingType::k\w+,\s*"([^"]*)"', text):
+        found[name] = (default, name)
+        if horovod:
+            found[horovod] = (default, name)
+    return found
+
+
+def documented_rows(doc):
+    """(names of the first cell, default cell or None, line number, names anywhere in the
+    row) of every table row."""
+    rows, header = [], None
+    for number, line in enumerate(doc.splitlines(), 1):
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = md2man.split_row(line)
+        if header is None:
+            header = [c.strip().lower() for c in cells]
+            continue
+        if set(line) <= set("|-: "):
+            continue
+        column = header.index("default") if "default" in header else None
+        default = cells[column].strip() if column is not None and column < len(cells) else None
+        rows.append((NAME.findall(cells[0]), default, number, NAME.findall(line)))
+    return rows
+
+
+def check_declarations(report, doc):
+    declared = declarations()
+    rows = documented_rows(doc)
+    with_default = {}
+    anywhere = set()
+    for names, default, number, in_row in rows:
+        anywhere.update(in_row)
+        for name in names:
+            if default is None:
+                continue
+            if name not in declared:
+                report.errors.append(f"docs/settings.md:{number}: {name} has a default here but is not declared in "
+                                     "engine/common/settings_table.h: declare it, or move it to a table of what "
+                                     "the plugin, the Python package or the scripts read")
+                continue
+            with_default.setdefault(name, []).append((default, number))
+    for name, (default, tandem_name) in sorted(declared.items()):
+        if name not in anywhere:
+            report.errors.append(f"docs/settings.md: {name} is declared in engine/common/settings_table.h but "
+                                 "not documented: add a row")
+            continue
+        if not default or name != tandem_name:
+            continue
+        if name not in with_default:
+            report.errors.append(f"docs/settings.md: {name} is declared with default {default} but no row "
+                                 "with a default column documents it")
+            continue
+        for cell, number in with_default[name]:
+            if not cell.startswith(f"`{default}`"):
+                report.errors.append(f"docs/settings.md:{number}: {name}'s default is `{default}` in "
+                                     f"engine/common/settings_table.h, the row says '{cell}'")
+    return len(declared)
 
 
 def check_plugin(report):
@@ -202,12 +276,13 @@ def main():
     doc = (ROOT / "docs" / "settings.md").read_text()
     report = Report()
     used, documented = check_variables(report, doc)
+    declared = check_declarations(report, doc)
     check_plugin(report)
     check_meson_options(report)
     check_pages(report)
     for line in report.errors:
         print(line)
-    print(f"{used} variables used, {documented} documented; "
+    print(f"{used} variables used, {documented} documented, {declared} declared by the engine; "
           f"{len(installed_tools())} tools with manual pages checked")
     return 1 if report.errors else 0
 

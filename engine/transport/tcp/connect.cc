@@ -233,7 +233,7 @@ std::unique_ptr<Transport> connect_tcp(Bootstrap& bootstrap, const std::vector<i
 }
 
 ConnectScheme connect_scheme_from_environment() {
-  const std::string v = env_string(kConnectVariable, "planned");
+  const std::string v = env_string(kConnectVariable);
   if (v == "planned") return ConnectScheme::kPlanned;
   if (v == "all") return ConnectScheme::kAll;
   throw InvalidArgument(std::string(kConnectVariable) + "='" + v +

@@ -124,7 +124,7 @@ SockAddr address_of_interface(const std::string& ifname) {
 }
 
 SockAddr choose_listen_address(bool all_members_local, std::string& why) {
-  const std::string ifname = env_string(kIfnameVariable, "");
+  const std::string ifname = env_string(kIfnameVariable);
   if (!ifname.empty()) {
     why = std::string(kIfnameVariable) + "=" + ifname;
     return address_of_interface(ifname);

@@ -517,10 +517,7 @@ void TcpTransport::abort(const std::string& why) {
 
 }  // namespace tcp
 
-bool tcp_stats_from_environment() {
-  const std::string v = env_string(kStatsVariable, "0");
-  return parse_bool_setting(kStatsVariable, v.c_str());
-}
+bool tcp_stats_from_environment() { return env_bool(kStatsVariable); }
 
 size_t sendrecv_piece(size_t setting, bool to_paces, bool from_paces) {
   if (setting != 0) return setting;
@@ -528,7 +525,7 @@ size_t sendrecv_piece(size_t setting, bool to_paces, bool from_paces) {
 }
 
 size_t tcp_piece_from_environment() {
-  const int64_t v = env_int(kPieceVariable, 0, 0, int64_t{1} << 40);
+  const int64_t v = env_int(kPieceVariable);
   if (v != 0 && v < 4096)
     throw InvalidArgument(std::string(kPieceVariable) + "=" + std::to_string(v) +
                           " is too small a piece; expected 0 (chosen by the congestion control) "
@@ -537,7 +534,7 @@ size_t tcp_piece_from_environment() {
 }
 
 std::chrono::microseconds tcp_spin_from_environment() {
-  return std::chrono::microseconds(env_int(kSpinVariable, kDefaultSpinUs, 0, 1000000));
+  return std::chrono::microseconds(env_int(kSpinVariable));
 }
 
 }  // namespace tandem

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "common/settings_table.h"
 #include "transport/transport.h"
 
 namespace tandem {
@@ -47,7 +48,7 @@ ConnectScheme connect_scheme_from_environment();
 // "Spinning before sleeping"); a busy transfer keeps spinning as long as
 // bytes keep moving. 0: sleep at once.
 constexpr const char* kSpinVariable = "TANDEM_TCP_SPIN_US";
-constexpr int kDefaultSpinUs = 100;
+constexpr int kDefaultSpinUs = static_cast<int>(declared_default_int(kSpinVariable));
 std::chrono::microseconds tcp_spin_from_environment();
 
 // TANDEM_TCP_PIECE_BYTES: the piece by which a sendrecv moves both

@@ -228,19 +228,19 @@ TEST(Log, FirstMessageConfiguresFromTheEnvironment) {
 }
 
 TEST(SettingsNotes, ReadersNoteWhatDiffersFromTheDefault) {
-  setenv("TANDEM_TEST_NOTE_A", "7", 1);
-  setenv("TANDEM_TEST_NOTE_B", "5", 1);
-  setenv("TANDEM_TEST_NOTE_C", "x", 1);
-  EXPECT_EQ(env_int("TANDEM_TEST_NOTE_A", 3, 0, 10), 7);
-  EXPECT_EQ(env_int("TANDEM_TEST_NOTE_B", 5, 0, 10), 5);  // set, but to the default
-  EXPECT_EQ(env_string("TANDEM_TEST_NOTE_C", "y"), "x");
-  EXPECT_EQ(env_int("TANDEM_TEST_NOTE_A", 3, 0, 10), 7);  // noted once
-  unsetenv("TANDEM_TEST_NOTE_A");
-  unsetenv("TANDEM_TEST_NOTE_B");
-  unsetenv("TANDEM_TEST_NOTE_C");
+  setenv("TANDEM_SHM_CMA", "2", 1);
+  setenv("TANDEM_SHM_SPIN_US", "50", 1);
+  setenv("TANDEM_TCP_CONNECT", "all", 1);
+  EXPECT_EQ(env_int("TANDEM_SHM_CMA"), 2);
+  EXPECT_EQ(env_int("TANDEM_SHM_SPIN_US"), 50);  // set, but to the default
+  EXPECT_EQ(env_string("TANDEM_TCP_CONNECT"), "all");
+  EXPECT_EQ(env_int("TANDEM_SHM_CMA"), 2);  // noted once
+  unsetenv("TANDEM_SHM_CMA");
+  unsetenv("TANDEM_SHM_SPIN_US");
+  unsetenv("TANDEM_TCP_CONNECT");
   const auto notes = settings_differing_from_defaults();
-  EXPECT_EQ(notes, (std::vector<std::string>{"TANDEM_TEST_NOTE_A=7 (default 3)",
-                                             "TANDEM_TEST_NOTE_C=x (default y)"}));
+  EXPECT_EQ(notes, (std::vector<std::string>{"TANDEM_SHM_CMA=2 (default 1)",
+                                             "TANDEM_TCP_CONNECT=all (default planned)"}));
 }
 
 }  // namespace
