@@ -23,6 +23,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 cd "$root"
 
+# Horovod's examples and elastic mains are read from a Horovod checkout at
+# test time, never copied; this project's machines keep a fetched mirror here.
+horovod_mirror=/work/.mirror/horovod+horovod/repo
+if [ -z "${TANDEM_HOROVOD_CHECKOUT:-}" ] && [ -d "$horovod_mirror" ]; then
+  export TANDEM_HOROVOD_CHECKOUT=$horovod_mirror
+fi
+
 timings=()
 timed() {  # timed NAME CMD...: runs CMD, notes how long it took, keeps its status
   local name=$1 start=$SECONDS rc=0; shift

@@ -27,8 +27,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKERS = ROOT / "tests" / "python" / "workers"
 sys.path.insert(0, str(WORKERS))
 import elastic_ledger  # noqa: E402
+import horovod_checkout  # noqa: E402
 
-HOROVOD_REPO = pathlib.Path("/work/.mirror/horovod+horovod/repo")
 STEPS, SAMPLES, BATCH = 40, 96, 2
 TOLERANCE = 1e-5  # averaging 3 equal float32 gradients is not exact; 40 steps of momentum SGD drift ~1e-6; a lost or doubled step moves ~1e-2
 FAST = {"TANDEM_TIMEOUT": "6", "TANDEM_ELASTIC_PING_TIMEOUT": "3", "HOROVOD_ELASTIC_TIMEOUT": "60"}
@@ -371,11 +371,7 @@ def test_a_job_grows_by_an_overlap_step_and_shrinks_back(cluster, reference):
 
 
 def horovod_main(name, dest):
-    if not HOROVOD_REPO.exists():
-        pytest.skip(f"no Horovod checkout at {HOROVOD_REPO} (read at test time, never copied)")
-    text = subprocess.run(["git", "-C", str(HOROVOD_REPO), "show",
-                           "v0.28.1:test/integration/data/" + name],
-                          capture_output=True, text=True, check=True).stdout
+    text = horovod_checkout.show("test/integration/data/" + name)
     dest.write_text(text)
     return dest
 

@@ -19,12 +19,15 @@ import pathlib
 import signal
 import struct
 import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 
-HOROVOD_REPO = pathlib.Path("/work/.mirror/horovod+horovod/repo")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python" / "workers"))
+import horovod_checkout  # noqa: E402
+
 FAST = {"TANDEM_TIMEOUT": "6", "TANDEM_ELASTIC_PING_TIMEOUT": "3"}
 
 
@@ -36,10 +39,7 @@ def scratch(cluster, tag):
 
 
 def horovod_file(path, dest_dir):
-    if not HOROVOD_REPO.exists():
-        pytest.skip(f"no Horovod checkout at {HOROVOD_REPO} (read at test time, never copied)")
-    text = subprocess.run(["git", "-C", str(HOROVOD_REPO), "show", "v0.28.1:" + path],
-                          capture_output=True, text=True, check=True).stdout
+    text = horovod_checkout.show(path)
     dest = dest_dir / pathlib.Path(path).name
     dest.write_text(text)
     return dest

@@ -17,36 +17,35 @@ stops there too). What each script prints shows that it trained on both
 ranks (its loss lines, the warmup message, the benchmark's img/sec).
 
 The Horovod checkout is the clone named by ``TANDEM_HOROVOD_CHECKOUT``
-(default /work/.mirror/horovod+horovod/repo, a bare mirror) at tag v0.28.1; without it the tests
-skip, saying so.
+(bare or not) at tag v0.28.1; without it the tests skip, saying so.
 """
 
 import os
 import pathlib
 import re
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
 import pytest
 
-CHECKOUT = os.environ.get("TANDEM_HOROVOD_CHECKOUT", "/work/.mirror/horovod+horovod/repo")
-TAG = "v0.28.1"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python" / "workers"))
+from horovod_checkout import TAG, checkout  # noqa: E402
+
 RUNNER = pathlib.Path(__file__).resolve().parent / "workers" / "horovod_example.py"
 
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory):
     """The examples folder of Horovod's checkout, extracted at test time."""
-    if not pathlib.Path(CHECKOUT).exists():
-        pytest.skip("no Horovod checkout at %s (set TANDEM_HOROVOD_CHECKOUT to a clone of "
-                    "horovod/horovod)" % CHECKOUT)
+    clone = checkout()
     out = tmp_path_factory.mktemp("horovod")
-    archive = subprocess.run(["git", "-C", CHECKOUT, "archive", TAG, "examples"],
+    archive = subprocess.run(["git", "-C", clone, "archive", TAG, "examples"],
                              capture_output=True, timeout=120)
     if archive.returncode != 0:
         pytest.skip("git archive %s examples in %s failed: %s"
-                    % (TAG, CHECKOUT, archive.stderr.decode()[-300:]))
+                    % (TAG, clone, archive.stderr.decode()[-300:]))
     subprocess.run(["tar", "x", "-C", str(out)], input=archive.stdout, check=True)
     return out / "examples"
 

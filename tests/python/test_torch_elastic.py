@@ -22,8 +22,8 @@ from conftest import WORKERS
 
 sys.path.insert(0, str(WORKERS))
 import elastic_ledger
+import horovod_checkout
 
-HOROVOD_REPO = pathlib.Path("/work/.mirror/horovod+horovod/repo")
 STEPS = 30
 SAMPLES, BATCH = 96, 2
 TOLERANCE = 1e-5  # averaging n equal float32 gradients is not exact (n=3: ~1e-6 after 40 momentum steps); a lost or doubled step moves ~1e-2
@@ -119,11 +119,7 @@ def test_past_the_reset_limit_the_job_fails_with_horovods_message(build_dir, py_
 
 
 def horovod_file(path, dest):
-    if not HOROVOD_REPO.exists():
-        pytest.skip("no Horovod checkout at %s (the tests are read from it, never copied)"
-                    % HOROVOD_REPO)
-    text = subprocess.run(["git", "-C", str(HOROVOD_REPO), "show", "v0.28.1:" + path],
-                          capture_output=True, text=True, check=True).stdout
+    text = horovod_checkout.show(path)
     dest.write_text(text)
     return dest
 
