@@ -86,7 +86,11 @@ def slug(heading):
     return text.replace(" ", "-")
 
 
-def anchors(path, cache={}):
+_ANCHORS = {}
+
+
+def anchors(path, cache=_ANCHORS):
+    """The heading ids of PATH, read once per page."""
     if path in cache:
         return cache[path]
     with open(path, encoding="utf-8") as f:

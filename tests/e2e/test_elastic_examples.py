@@ -23,10 +23,9 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python" / "workers"))
-import horovod_checkout  # noqa: E402
+import horovod_checkout
 
 FAST = {"TANDEM_TIMEOUT": "6", "TANDEM_ELASTIC_PING_TIMEOUT": "3"}
 

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python" / "workers"))
-from horovod_checkout import TAG, checkout  # noqa: E402
+from horovod_checkout import TAG, checkout
 
 RUNNER = pathlib.Path(__file__).resolve().parent / "workers" / "horovod_example.py"
 

@@ -12,7 +12,6 @@ Horovod's own unit tests of State and ElasticSampler
 Horovod checkout at test time.
 """
 
-import pathlib
 import subprocess
 import sys
 
