@@ -186,9 +186,12 @@ TEST(Deadlock, NamesThatDriftedApartOnThreeRanks) {
     out[r].code = blocked_wait(rt, h);
     out[r].error = h->error();
   });
+  // Ranks 0 and 2 alone close the cycle; rank 1 is named too when it was
+  // already blocked as the verdict formed, which a loaded machine can delay
+  // past it, so its line is not required.
   expect_deadlock_everywhere(
       out,
-      {"rank 0 waits in allreduce 'allreduce.7'", "rank 1 waits in allreduce 'allreduce.7'",
+      {"rank 0 waits in allreduce 'allreduce.7'",
        "rank 2 waits in allreduce 'allreduce.8' (process set 0), not yet started by ranks 0,1"});
 }
 
