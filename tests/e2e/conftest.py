@@ -187,7 +187,12 @@ class Cluster:
         # What start.sh passes as python=: the packages Meson laid out in the build.
         self.python_dir = str(build / "python")
         self.plugin_args = list(plugin_args)
-        self.env = dict(os.environ, SLURM_CONF=str(self.dir / "slurm.conf"))
+        # The harness's own variables are not the user's environment: srun
+        # would carry them into every task, where the plugin tests check
+        # that nothing TANDEM_* arrives that the plugin did not set.
+        harness = {"TANDEM_HOROVOD_CHECKOUT"}
+        self.env = {k: v for k, v in os.environ.items() if k not in harness}
+        self.env["SLURM_CONF"] = str(self.dir / "slurm.conf")
         self._scratch = self.dir / "e2e"
         self._count = 0
 
