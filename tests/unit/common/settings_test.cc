@@ -15,17 +15,12 @@
 #include "common/settings.h"
 #include "common/settings_table.h"
 #include "elastic/service.h"
+#include "env_guard.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
-
-struct EnvGuard {
-  const char* name;
-  explicit EnvGuard(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
-  ~EnvGuard() { ::unsetenv(name); }
-};
 
 std::vector<std::string> words(const std::string& list) {
   std::vector<std::string> out;

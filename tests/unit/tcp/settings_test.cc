@@ -8,17 +8,12 @@
 #include "common/settings.h"
 #include "transport/tcp/interface.h"
 #include "transport/tcp/tcp_transport.h"
+#include "../common/env_guard.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
-
-struct EnvGuard {
-  const char* name;
-  explicit EnvGuard(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
-  ~EnvGuard() { ::unsetenv(name); }
-};
 
 std::string message_of(const std::function<void()>& f) {
   try {
