@@ -75,6 +75,7 @@ for tests of the plugin that need torch but not every version of it.
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import time
@@ -86,6 +87,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 NODES = 3
 CPUS = 8
 GPUS = 4
+SRUN_QUEUE_LINE = re.compile(r"^srun: job \d+ "
+                             r"(queued and waiting for resources|has been allocated resources)$")
 DEFAULT_PYTHONS = ["debian=/usr/bin/python3"]
 # fixture argument -> the module an interpreter must have to serve it
 FRAMEWORK_FIXTURES = {"torch_python": "torch", "tf_python": "tensorflow",
@@ -235,7 +238,12 @@ class Cluster:
             pytest.fail(f"{' '.join(cmd)} ran past {timeout}s\nstdout: {e.stdout}\nstderr: {e.stderr}")
 
     def srun(self, *args, env=None, timeout=60, immediate=10):
-        return self.run(["srun", f"--immediate={immediate}", *args], env, timeout)
+        r = self.run(["srun", f"--immediate={immediate}", *args], env, timeout)
+        # --immediate lets a step wait for the previous test's nodes; srun's
+        # two lines about that wait are the scheduler's, not the program's.
+        r.stderr = "".join(line for line in r.stderr.splitlines(keepends=True)
+                           if not SRUN_QUEUE_LINE.match(line))
+        return r
 
     def task_envs(self, *srun_args, env=None, timeout=60):
         # One file per task: srun interleaves long lines of several tasks.
