@@ -20,6 +20,8 @@ The layers of python/ (docs/python.md), each importing only those before it:
     keras_common tandem.keras_common.*   (core, elastic): what both Keras share
     keras       tandem.keras.*, tandem.keras2.*  (core, elastic, keras_common, tensorflow, torch)
     shim        horovod.*                 (anything)
+    launcher    tandem._horovodrun.*      (core, shim): the horovodrun command, which
+                                          reports the shim's Horovod version
 
 Prints each cycle (with the file and line of every edge) and each upward
 import, and exits 1 when there is any.
@@ -40,6 +42,7 @@ LAYERS = [  # (name, module prefix, layers it may import)
      {"core", "elastic", "keras_common", "tensorflow", "torch"}),
     ("shim", "horovod",
      {"core", "elastic", "torch", "tensorflow", "keras_common", "keras", "shim"}),
+    ("launcher", "tandem._horovodrun", {"core", "shim", "launcher"}),
     ("core", "tandem", {"core"}),
 ]
 

@@ -26,8 +26,8 @@ class Flag:
     honoured: what Tandem does with it (None for a refused row);
     refused: the message when it is given (None for an honoured row)."""
 
-    def __init__(self, options, dest, kind, honoured=None, refused=None, type=str, nargs=None,
-                 choices=None):
+    def __init__(self, options, dest, kind, honoured=None, refused=None, type=str,  # noqa: A002 - argparse's name
+                 nargs=None, choices=None):
         assert (honoured is None) != (refused is None), options
         self.options, self.dest, self.kind = tuple(options), dest, kind
         self.honoured, self.refused = honoured, refused

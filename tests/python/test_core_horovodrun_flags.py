@@ -1,0 +1,199 @@
+"""horovodrun's command line against Horovod 0.28.1's own parser.
+
+Horovod's parse_args (horovod/runner/launch.py) is read from a checkout at
+test time and its add_argument calls are parsed with ast, not imported: every
+option it declares must be a row of Tandem's table, under the same argparse
+destination; every refused row must stop horovodrun with its message before
+anything runs; the honoured ones must reach the ranks as the variables the
+table says. Cheap: single-rank jobs of `true` or a one-line python.
+"""
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from workers import horovod_checkout
+
+PYTHON = "/usr/bin/python3"  # what horovodrun runs with (tools/meson.build)
+
+
+@pytest.fixture(scope="module")
+def horovodrun(build_dir):
+    path = build_dir / "tools" / "horovodrun"
+    if not path.exists():
+        pytest.fail("%s is missing: build first" % path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def table(build_dir):
+    sys.path.insert(0, str(build_dir / "python"))
+    from tandem._horovodrun import flags
+    return flags
+
+
+def env_outside_slurm(py_env, **extra):
+    env = {k: v for k, v in py_env.items() if not k.startswith("SLURM_")}
+    env.update(extra)
+    return env
+
+
+def horovod_options():
+    """{option string: dest} of every add_argument in Horovod's parse_args."""
+    tree = ast.parse(horovod_checkout.show("horovod/runner/launch.py"))
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "parse_args")
+    found = {}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        options = [n for n in names if n.startswith("-")]
+        if not options:
+            continue  # the positional `command`
+        dest = next((k.value.value for k in node.keywords if k.arg == "dest"), None)
+        if dest is None:  # argparse's rule: the first long option, dashes to underscores
+            longs = [o for o in options if o.startswith("--")] or options
+            dest = longs[0].lstrip("-").replace("-", "_")
+        for o in options:
+            found[o] = dest
+    return found
+
+
+def test_every_horovod_option_is_honoured_or_refused(table):
+    theirs = horovod_options()
+    assert len(theirs) > 60, "parse_args changed shape: %d options found" % len(theirs)
+    ours = {o: f.dest for o, f in table.by_option().items()}
+    assert sorted(set(theirs) - set(ours)) == [], "Horovod options with no row"
+    assert sorted(set(ours) - set(theirs)) == [], "rows for options Horovod does not have"
+    assert {o: ours[o] for o in theirs} == theirs, "a row's destination differs from Horovod's"
+
+
+def _value_args(row, table):
+    if row.kind != table.STORE:
+        return []
+    if row.nargs == 2:
+        return ["1", "2"]
+    return ["1" if row.type in (int, float) else "x"]
+
+
+def test_each_refused_flag_stops_with_its_message(table, horovodrun, py_env, tmp_path):
+    marker = tmp_path / "ran"
+    refused = [(o, f) for f in table.FLAGS if f.refused for o in f.options]
+    assert len(refused) >= 20
+    for option, row in refused:
+        r = subprocess.run([horovodrun, option, *_value_args(row, table), "-np", "1", "touch",
+                            str(marker)], capture_output=True, text=True, timeout=60,
+                           env=env_outside_slurm(py_env))
+        assert r.returncode == 2, (option, r.stderr)
+        assert "horovodrun ERROR tools: %s: %s" % (option, row.refused) in r.stderr, option
+        assert not marker.exists(), "%s: the job ran" % option
+
+
+def test_honoured_flags_reach_the_ranks(horovodrun, py_env, tmp_path):
+    dump = "import json, os; print(json.dumps(dict(os.environ)))"
+    timeline = str(tmp_path / "timeline.json")
+    r = subprocess.run(
+        [horovodrun, "-np", "1", "--fusion-threshold-mb", "32", "--cycle-time-ms", "2.5",
+         "--cache-capacity", "7", "--timeline-filename", timeline, "--timeline-mark-cycles",
+         "--no-stall-check", "--stall-check-shutdown-time-seconds", "90", "--tcp",
+         "--gloo-timeout-seconds", "44", "--log-level", "ERROR", "--start-timeout", "33",
+         "--network-interface", "lo", "--gloo", "--hierarchical-allreduce", "--disable-cache",
+         PYTHON, "-c", dump], capture_output=True, text=True, timeout=60,
+        env=env_outside_slurm(py_env, HOROVODRUN_TEST_MARK="passed"))
+    assert r.returncode == 0, r.stderr
+    line = r.stdout.strip()
+    assert line.startswith("[0]<stdout>:"), line
+    env = json.loads(line[len("[0]<stdout>:"):])
+    expected = {"HOROVOD_FUSION_THRESHOLD": str(32 * 1024 * 1024), "HOROVOD_CYCLE_TIME": "2.5",
+                "HOROVOD_CACHE_CAPACITY": "7", "HOROVOD_TIMELINE": timeline,
+                "HOROVOD_TIMELINE_MARK_CYCLES": "1", "HOROVOD_STALL_CHECK_TIME_SECONDS": "0",
+                "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "90", "NCCL_IB_DISABLE": "1",
+                "TANDEM_TIMEOUT": "44", "HOROVOD_LOG_LEVEL": "ERROR",
+                "TANDEM_BOOTSTRAP_TIMEOUT": "33", "TANDEM_TCP_IFNAME": "lo",
+                "NCCL_SOCKET_IFNAME": "lo", "HOROVODRUN_TEST_MARK": "passed",
+                "HOROVOD_SIZE": "1"}
+    assert {k: env.get(k) for k in expected} == expected
+
+
+def test_bad_values_are_refused_before_starting(horovodrun, py_env):
+    for args, says in ((["--network-interfaces", "eth0,eth1"], "listens on one interface"),
+                       (["--max-np", "4"], "--max-np applies to an elastic job"),
+                       (["--fusion-threshold-mb", "-1"], "must be 0 or more"),
+                       (["-H", "a:2,a:2"], "listed twice"),
+                       (["-H", "a:x"], "is not host or host:slots")):
+        r = subprocess.run([horovodrun, "-np", "1", *args, "true"], capture_output=True,
+                           text=True, timeout=60, env=env_outside_slurm(py_env))
+        assert r.returncode == 2 and says in r.stderr, (args, r.stderr)
+
+
+def test_config_file_is_horovods_yaml(horovodrun, py_env, tmp_path):
+    pytest.importorskip("yaml")
+    good = tmp_path / "good.yaml"
+    good.write_text("controller: gloo\nparams:\n  fusion_threshold_mb: 8\n  cycle_time_ms: 3\n"
+                    "stall_check:\n  enabled: false\nlogging:\n  level: info\n")
+    show = "import os; print(os.environ['HOROVOD_FUSION_THRESHOLD'], " \
+           "os.environ['HOROVOD_CYCLE_TIME'], os.environ['HOROVOD_STALL_CHECK_TIME_SECONDS'], " \
+           "os.environ['HOROVOD_LOG_LEVEL'])"
+    r = subprocess.run([horovodrun, "-np", "1", "--config-file", str(good),
+                        "--cycle-time-ms", "5", PYTHON, "-c", show], capture_output=True,
+                       text=True, timeout=60, env=env_outside_slurm(py_env))
+    assert r.returncode == 0, r.stderr
+    # the command line's --cycle-time-ms wins over the file's, as in Horovod
+    assert r.stdout.strip() == "[0]<stdout>:%d 5.0 0 info" % (8 * 1024 * 1024)
+    for text, says in (("params:\n  hierarchical_allreduce: false\n",
+                        "params.hierarchical_allreduce in %s (--no-hierarchical-allreduce): "
+                        "Tandem's allreduce is always hierarchical"),
+                       ("autotune:\n  enabled: true\n", "(--autotune): Tandem has no autotuner"),
+                       ("params:\n  fusion_mb: 8\n", "unknown key 'params.fusion_mb'")):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        r = subprocess.run([horovodrun, "-np", "1", "--config-file", str(bad), "true"],
+                           capture_output=True, text=True, timeout=60,
+                           env=env_outside_slurm(py_env))
+        assert r.returncode == 2, r.stderr
+        assert (says % bad if "%s" in says else says) in r.stderr, r.stderr
+
+
+def _importable(module):
+    return subprocess.run([PYTHON, "-c", "import %s" % module], capture_output=True,
+                          timeout=120).returncode == 0
+
+
+def test_check_build_tells_the_truth(horovodrun, py_env):
+    r = subprocess.run([horovodrun, "-cb"], capture_output=True, text=True, timeout=120,
+                       env=env_outside_slurm(py_env))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Horovod v0.28.1+tandem:"
+    mark = lambda ok: "[X]" if ok else "[ ]"  # noqa: E731
+    assert "    %s PyTorch" % mark(_importable("torch")) in lines
+    assert "    %s TensorFlow" % mark(_importable("tensorflow")) in lines
+    assert "    [ ] MXNet" in lines
+    gpu = subprocess.run([PYTHON, "-c", "from tandem import _collectives; "
+                          "print(_collectives.gpu_available()[0])"], capture_output=True,
+                         text=True, timeout=60, env=py_env)
+    nccl = gpu.returncode == 0 and gpu.stdout.strip() == "True"
+    assert "    %s NCCL" % mark(nccl) in lines
+    heads = [ln for ln in lines if ln.endswith(":") and not ln.startswith(" ")]
+    assert heads == ["Horovod v0.28.1+tandem:", "Available Frameworks:",
+                     "Available Controllers:", "Available Tensor Operations:"]
+    v = subprocess.run([horovodrun, "-cb", "--verbose"], capture_output=True, text=True,
+                       timeout=120, env=env_outside_slurm(py_env))
+    assert "NCCL: %s" % ("usable" if nccl else "not usable") in v.stdout
+
+
+def test_outside_slurm_a_remote_host_is_refused(horovodrun, py_env):
+    r = subprocess.run([horovodrun, "-np", "2", "-H", "elsewhere.invalid:2", "true"],
+                       capture_output=True, text=True, timeout=60, env=env_outside_slurm(py_env))
+    assert r.returncode == 2
+    assert "host elsewhere.invalid is not this host" in r.stderr
+
+
+def test_version(horovodrun, py_env):
+    r = subprocess.run([horovodrun, "--version"], capture_output=True, text=True, timeout=60,
+                       env=env_outside_slurm(py_env))
+    assert (r.returncode, r.stdout.strip()) == (0, "0.28.1+tandem")
