@@ -211,18 +211,22 @@ def installed_tools():
         call = chunk.split("\n\n")[0]
         if "bindir" not in call:
             continue
-        renamed = re.findall(r"rename : '(tandem-[\w-]+)'", call)
+        renamed = re.findall(r"rename : '(tandem-[\w-]+|horovodrun)'", call)
         tools |= set(renamed or re.findall(r"'(tandem-[\w-]+)'", call))
     return tools
+
+
+# A tool whose options are parsed in the Python package, not under tools/.
+TOOL_SOURCES = {"horovodrun": [ROOT / "python" / "tandem" / "_horovodrun" / "flags.py"]}
 
 
 def tool_options(tool):
     """Options the tool's sources parse: whole string literals that look like
     options, and getopt() option strings."""
     found = set()
-    for path in (ROOT / "tools").iterdir():
+    for path in list((ROOT / "tools").iterdir()) + TOOL_SOURCES.get(tool, []):
         stem = path.name.split(".")[0]
-        if stem != tool and not stem.startswith(tool + "-"):
+        if path.parent.name == "tools" and stem != tool and not stem.startswith(tool + "-"):
             continue
         text = path.read_text(errors="replace")
         found |= {m for m in re.findall(r'"(-{1,2}[A-Za-z][A-Za-z0-9-]*)"', text)}

@@ -1,6 +1,6 @@
 """horovodrun's command line against Horovod 0.28.1's own parser.
 
-Horovod's parse_args (horovod/runner/launch.py) is read from a checkout at
+Horovod's parse_args (module horovod.runner.launch) is read from a checkout at
 test time and its add_argument calls are parsed with ast, not imported: every
 option it declares must be a row of Tandem's table, under the same argparse
 destination; every refused row must stop horovodrun with its message before

@@ -1,8 +1,8 @@
 """Horovod's --config-file: a YAML file of runtime parameters.
 
-The sections and keys are Horovod's (horovod/runner/common/util/
-config_parser.py): each key lands on the destination of one command-line
-flag, and a flag given on the command line wins over the file. A key lands
+The sections and keys are Horovod's (its module
+horovod.runner.common.util.config_parser): each key lands on the
+destination of one command-line flag, and a flag given on the command line wins over the file. A key lands
 on its flag's row of flags.FLAGS, so a refused parameter is refused with the
 same message as its flag; a key Horovod does not know is an error (Horovod
 would drop it without a word).
