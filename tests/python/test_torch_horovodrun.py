@@ -4,6 +4,7 @@ horovod.torch script on this host through tandem-run, with Horovod's
 ending the job with an error and no process left."""
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,10 +35,11 @@ def test_two_local_ranks_allreduce(horovodrun, py_env, tmp_path):
                         str(out), sys.executable, SCRIPT], capture_output=True, text=True,
                        timeout=120, env=_env(py_env))
     assert r.returncode == 0, r.stderr
-    assert sorted(r.stdout.splitlines()) == ["[0]<stdout>:rank 0 of 2 local 0/2 sum 3",
-                                             "[1]<stdout>:rank 1 of 2 local 1/2 sum 3"]
+    here = socket.gethostname()
+    assert sorted(r.stdout.splitlines()) == ["[0]<stdout>:rank 0 of 2 local 0/2 sum 3 on " + here,
+                                             "[1]<stdout>:rank 1 of 2 local 1/2 sum 3 on " + here]
     assert "[1]<stderr>:stderr of rank 1" in r.stderr.splitlines()
-    assert (out / "rank.1" / "stdout").read_text() == "rank 1 of 2 local 1/2 sum 3\n"
+    assert (out / "rank.1" / "stdout").read_text() == "rank 1 of 2 local 1/2 sum 3 on %s\n" % here
     assert (out / "rank.0" / "stderr").read_text().endswith("stderr of rank 0\n")
 
 

@@ -156,7 +156,11 @@ def run(args, tandem_run, environ=os.environ):
         command = (["env"] + ["%s=%s" % kv for kv in sorted(overrides.items())]
                    if overrides else []) + list(args.command)
         argv, step_env = slurm.srun_command(np, placed, mode, command, environ)
-        env.update(step_env)
+        for k, v in step_env.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
         cleanup += [step_env["SLURM_HOSTFILE"]] if "SLURM_HOSTFILE" in step_env else []
     else:
         launcher = "tandem-run"

@@ -2,7 +2,10 @@
 
 The step is placed as -np and -H say. Every host must be a node of the
 allocation and may not claim more slots than the CPUs the allocation has
-there; both are checked before anything starts. When every host gets the
+there, and the hosts' order may not put a node's first rank before that of
+a node ahead of it in the allocation (the engine orders nodes by their first
+rank and cannot join another layout: docs/launchers.md, "Limits"); all
+three are checked before anything starts. When every host gets the
 same number of ranks and -H lists them in the allocation's order, the step
 is ``-N k -n np --ntasks-per-node c --nodelist=...`` (block placement gives
 Horovod's ranks); otherwise each rank's node is written, one a line, to a
@@ -96,7 +99,15 @@ def placement(host_slots, np, environ=os.environ):
             raise SlurmError("-H names node %s twice; give each node once with all its slots"
                              % node)
         seen.add(node)
-    return hostlist.assign(resolved, np)
+    placed = hostlist.assign(resolved, np)
+    order = [node for node, _ in placed]
+    if order != sorted(order, key=nodes.index):
+        raise SlurmError(
+            "-H %s puts rank 0 on %s, but Tandem's engine needs each node's first rank in the "
+            "allocation's node order (%s): list the hosts in that order"
+            % (",".join("%s:%d" % hs for hs in host_slots), order[0], ",".join(
+                n for n in nodes if n in order)))
+    return placed
 
 
 def srun_command(np, placed, mode, command, environ=os.environ):
@@ -116,5 +127,8 @@ def srun_command(np, placed, mode, command, environ=os.environ):
                 for node, n in placed:
                     f.write((node + "\n") * n)
             extra["SLURM_HOSTFILE"] = path
+            # sbatch --ntasks-per-node's input variable would make srun warn
+            # that it cannot honour it for an uneven layout.
+            extra["SLURM_NTASKS_PER_NODE"] = None
             argv += ["--distribution=arbitrary"]
     return argv + list(command), extra
