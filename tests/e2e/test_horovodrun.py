@@ -3,7 +3,8 @@ Horovod's line `horovodrun -np 4 -H node1:2,node2:2 python script` (ranks
 0, 1 on node1, 2, 3 on node2, the sum of rank + 1 everywhere), an uneven
 layout (-H node1:1,node2:2, through --distribution=arbitrary), and, refused
 before any rank starts, a host outside the allocation and an order of hosts
-the engine cannot join (rank 0 on node2, node1's ranks after it)."""
+the engine cannot join (rank 0 on node2, node1's ranks after it); a failing
+rank ends the job at once, with srun's and horovodrun's error lines."""
 
 import pathlib
 import re
@@ -38,10 +39,17 @@ echo "== even"
 {horovodrun} -np 4 -H node1:2,node2:2 {any_torch_python} {SCRIPT} || echo "even failed: $?"
 echo "== uneven"
 {horovodrun} -np 3 -H node1:1,node2:2 {any_torch_python} {SCRIPT} || echo "uneven failed: $?"
+echo "== failing"
+start=$SECONDS
+{horovodrun} -np 2 -H node1:1,node2:1 /usr/bin/python3 -c "$FAIL"
+echo "rc=$? took=$((SECONDS - start))"
 echo "== end"
 """
+    # rank 1 fails; rank 0 would sleep for a minute unless the job ends
+    fail = ("import os, sys, time; rank = os.environ['HOROVOD_RANK']; "
+            "sys.exit(3) if rank == '1' else time.sleep(60)")
     batch = cluster.sbatch(script, args=["-N2", "-w", "node1,node2", "--ntasks-per-node=2"],
-                           timeout=240)
+                           env={"FAIL": fail}, timeout=240)
     out, err = batch.output, batch.stderr
     assert batch.state == "COMPLETED", (batch, out, err)
     outside = out.split("== outside", 1)[1].split("==", 1)[0]
@@ -59,3 +67,9 @@ echo "== end"
         0: (3, 0, 1, 6.0, "node1"), 1: (3, 0, 2, 6.0, "node2"),
         2: (3, 1, 2, 6.0, "node2")}, (out, err)
     assert "srun: Warning" not in err, err
+    failing = out.split("== failing", 1)[1].split("==", 1)[0].split()
+    rc, took = (int(w.split("=")[1]) for w in failing)
+    # srun's status is its worst task's: the killed rank 0's 143, not 3
+    assert rc != 0 and took < 30, (out, err)
+    assert "node2: task 1: Exited with exit code 3" in err, err
+    assert "horovodrun ERROR tools: the job failed: srun exited with status %d" % rc in err, err

@@ -197,3 +197,72 @@ def test_version(horovodrun, py_env):
     r = subprocess.run([horovodrun, "--version"], capture_output=True, text=True, timeout=60,
                        env=env_outside_slurm(py_env))
     assert (r.returncode, r.stdout.strip()) == (0, "0.28.1+tandem")
+
+
+def fake_slurm(tmp_path, py_env, nodes, cpus, **extra):
+    """An allocation's environment with srun and scontrol replaced by
+    scripts: srun prints, as one labelled line of task 0, its arguments, the
+    variables horovodrun gives it and its SLURM_HOSTFILE's lines."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "scontrol").write_text("#!/bin/sh\necho %s\n" % " ".join(nodes))
+    (bin_dir / "srun").write_text(
+        "#!/usr/bin/python3\nimport json, os, sys\n"
+        "hf = os.environ.get('SLURM_HOSTFILE')\n"
+        "print('0: ' + json.dumps({'argv': sys.argv[1:], 'hosts': open(hf).read().split() "
+        "if hf else None, 'per_node': os.environ.get('SLURM_NTASKS_PER_NODE'), "
+        "'min_np': os.environ.get('TANDEM_ELASTIC_MIN_NP')}))\n")
+    for f in ("scontrol", "srun"):
+        (bin_dir / f).chmod(0o755)
+    env = env_outside_slurm(py_env, SLURM_JOB_ID="7", SLURM_JOB_NODELIST="node[1-3]",
+                            SLURM_JOB_CPUS_PER_NODE=cpus, SLURM_NTASKS_PER_NODE="2",
+                            PATH="%s:%s" % (bin_dir, py_env["PATH"]), **extra)
+    return env
+
+
+def srun_sees(horovodrun, env, *args):
+    r = subprocess.run([horovodrun, *args, "python", "train.py"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    if r.returncode != 0:
+        return r.returncode, r.stderr
+    assert r.stdout.startswith("[0]<stdout>:"), (r.stdout, r.stderr)
+    return 0, json.loads(r.stdout[len("[0]<stdout>:"):])
+
+
+def test_inside_an_allocation_the_step_is_placed_as_h_says(horovodrun, py_env, tmp_path):
+    env = fake_slurm(tmp_path, py_env, ["node1", "node2", "node3"], "4(x3)")
+    base = ["--horovod=on", "--label", "--export=ALL"]
+    rc, seen = srun_sees(horovodrun, env, "-np", "4", "-H", "node1:2,node2:2")
+    assert rc == 0, seen
+    assert seen["argv"] == base + ["--ntasks=4", "--nodes=2", "--nodelist=node1,node2",
+                                       "--ntasks-per-node=2", "--distribution=block",
+                                       "python", "train.py"]
+    rc, seen = srun_sees(horovodrun, env, "-np", "5", "-H", "node1:2,node3:3")
+    assert rc == 0, seen
+    assert seen["argv"] == base + ["--ntasks=5", "--distribution=arbitrary", "python",
+                                       "train.py"]
+    assert seen["hosts"] == ["node1", "node1", "node3", "node3", "node3"]
+    assert seen["per_node"] is None  # sbatch's --ntasks-per-node does not reach srun
+    rc, seen = srun_sees(horovodrun, env, "-np", "3")
+    assert (rc, seen["argv"]) == (0, base + ["--ntasks=3", "python", "train.py"])
+    rc, seen = srun_sees(horovodrun, env, "--min-np", "2", "-np", "3", "--verbose")
+    assert (rc, seen["argv"][0], seen["min_np"]) == (0, "--horovod=elastic", "2")
+    rc, seen = srun_sees(horovodrun, env, "-np", "2", "--verbose", "--network-interface", "eth1")
+    assert seen["argv"][0] == "--horovod=verbose"
+    assert seen["argv"][-5:] == ["env", "NCCL_SOCKET_IFNAME=eth1", "TANDEM_TCP_IFNAME=eth1",
+                                 "python", "train.py"]
+    for args, says in (
+            (["-np", "2", "-H", "node9:2"], "-H: host node9 is not in allocation 7 (its nodes: "
+             "node1,node2,node3)"),
+            (["-np", "2", "-H", "node1:8"], "-H node1:8: node node1 has 4 CPUs in allocation "
+             "7, fewer than the 8 slots asked for"),
+            (["-np", "4", "-H", "node2:2,node1:2"], "puts rank 0 on node2"),
+            (["-np", "9", "-H", "node1:4,node2:4"], "-np 9 asks for more ranks than the hosts "
+             "have slots (8"),
+            (["-np", "2", "-H", "localhost:2"], "-H localhost names this host, which is not a "
+             "node of allocation 7")):
+        rc, err = srun_sees(horovodrun, env, *args)
+        assert rc == 2 and says in err, (args, err)
+    rc, seen = srun_sees(horovodrun, dict(env, SLURMD_NODENAME="node2"), "-np", "2", "-H",
+                         "localhost:2")
+    assert rc == 0 and "--nodelist=node2" in seen["argv"], seen
