@@ -2,10 +2,10 @@
 
 The sections and keys are Horovod's (its module
 horovod.runner.common.util.config_parser): each key lands on the
-destination of one command-line flag, and a flag given on the command line wins over the file. A key lands
-on its flag's row of flags.FLAGS, so a refused parameter is refused with the
-same message as its flag; a key Horovod does not know is an error (Horovod
-would drop it without a word).
+destination of one command-line flag, and a flag given on the command
+line wins over the file. A key lands on its flag's row of flags.FLAGS, so
+a refused parameter is refused with the same message as its flag; a key
+Horovod does not know is an error (Horovod would drop it without a word).
 """
 
 from tandem._horovodrun import flags
