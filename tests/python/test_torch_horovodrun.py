@@ -72,3 +72,16 @@ def test_ctrl_c_stops_every_rank(horovodrun, py_env, tmp_path):
     assert "horovodrun ERROR tools: stopped the job on SIGINT" in err
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert left.stdout == "", "ranks left running: " + left.stdout
+
+
+def test_min_np_makes_an_elastic_job(horovodrun, py_env):
+    pytest.importorskip("torch")
+    r = subprocess.run([horovodrun, "--min-np", "2", "--max-np", "4", "-np", "2", "--verbose",
+                        sys.executable, SCRIPT], capture_output=True, text=True, timeout=120,
+                       env=_env(py_env))
+    assert r.returncode == 0, r.stderr
+    assert len([ln for ln in r.stdout.splitlines() if ln.endswith("sum 3 on " +
+                                                                   socket.gethostname())]) == 2
+    assert "horovodrun: sets TANDEM_ELASTIC_MIN_NP=2" in r.stderr
+    assert "--elastic --" in r.stderr  # the tandem-run line --verbose prints
+    assert "elastic job: 1 generation, the last of 2 ranks; 2 processes finished" in r.stderr

@@ -76,12 +76,17 @@ def _num_proc(args, environ):
     return np
 
 
-def _describe(args, launcher):
+def _describe(args, launcher, elastic):
     if args.use_gloo or args.use_mpi:
         _verbose("%s accepted: Tandem uses its own controller and collectives, neither Gloo nor "
                  "MPI" % ("--gloo" if args.use_gloo else "--mpi"))
-    _verbose("controller: Tandem (%s)" % (
-        "PMIx through srun --horovod" if launcher == "srun" else "the TCP store of tandem-run"))
+    if elastic:
+        how = "an elastic job: the membership service of " + (
+            "srun --horovod=elastic" if launcher == "srun" else "tandem-run --elastic")
+    else:
+        how = "PMIx through srun --horovod" if launcher == "srun" else \
+            "the TCP store of tandem-run"
+    _verbose("controller: Tandem (%s)" % how)
     for name, row in args.given:
         if row.honoured and row.kind != flags.STORE:
             _verbose("%s: %s" % (name, row.honoured))
@@ -167,7 +172,7 @@ def run(args, tandem_run, environ=os.environ):
         local.check_local(host_slots, np)
         argv = local.tandem_run_command(tandem_run, np, elastic, args.command)
     if args.verbose:
-        _describe(args, launcher)
+        _describe(args, launcher, elastic)
         for k in sorted(extra):
             _verbose("sets %s=%s" % (k, extra[k]))
         if "SLURM_HOSTFILE" in env and cleanup:
