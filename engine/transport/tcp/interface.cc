@@ -96,6 +96,15 @@ bool hostname_address(SockAddr& out) {
   return found;
 }
 
+SockAddr to_sockaddr(const Ipv4Interface& i) {
+  SockAddr a;
+  auto* in = reinterpret_cast<sockaddr_in*>(&a.storage);
+  in->sin_family = AF_INET;
+  in->sin_addr.s_addr = htonl(i.address);
+  a.len = sizeof(sockaddr_in);
+  return a;
+}
+
 }  // namespace
 
 SockAddr address_of_interface(const std::string& ifname) {
@@ -123,7 +132,8 @@ SockAddr address_of_interface(const std::string& ifname) {
                         "': no such network interface on this host; interfaces here: " + list);
 }
 
-SockAddr choose_listen_address(bool all_members_local, std::string& why) {
+SockAddr choose_listen_address(bool all_members_local, std::string& why,
+                               const std::vector<std::vector<Ipv4Interface>>& peers) {
   const std::string ifname = env_string(kIfnameVariable);
   if (!ifname.empty()) {
     why = std::string(kIfnameVariable) + "=" + ifname;
@@ -143,15 +153,27 @@ SockAddr choose_listen_address(bool all_members_local, std::string& why) {
     why = "interface of the default route (" + route_if + ")";
     return address_of_interface(route_if);
   }
-  SockAddr a;
-  if (hostname_address(a)) {
+  try {
+    return to_sockaddr(choose_interface(ipv4_candidates(), peers, why));
+  } catch (const InvalidArgument&) {
+    SockAddr a;
+    if (!hostname_address(a)) throw;
     why = "address of the hostname";
     return a;
   }
-  throw InvalidArgument(
-      std::string("tcp: cannot choose a network interface: there is no default route and the ") +
-      "hostname resolves to no non-loopback address; set " + kIfnameVariable +
-      " to the interface that reaches the other nodes");
+}
+
+std::vector<Ipv4Interface> listen_candidates() {
+  try {
+    const std::string ifname = env_string(kIfnameVariable);
+    const std::string only = !ifname.empty() ? ifname : default_route_interface();
+    std::vector<Ipv4Interface> all = ipv4_candidates();
+    if (only.empty()) return all;
+    std::vector<Ipv4Interface> out;
+    for (const auto& c : all)
+      if (c.name == only) out.push_back(c);
+    return out;
+  } catch (const Error&) { return {}; }
 }
 
 }  // namespace tcp
