@@ -118,37 +118,6 @@ struct Agreed {
   std::vector<std::vector<tcp::Ipv4Interface>> candidates;  // by world rank; empty on one node
 };
 
-void append_candidates(Bytes& out) {
-  const auto mine = tcp::listen_candidates();
-  const size_t n = std::min<size_t>(mine.size(), 255);
-  out.push_back(static_cast<uint8_t>(n));
-  for (size_t i = 0; i < n; ++i) {
-    for (int shift = 24; shift >= 0; shift -= 8)
-      out.push_back(static_cast<uint8_t>(mine[i].address >> shift));
-    out.push_back(static_cast<uint8_t>(mine[i].prefix));
-  }
-}
-
-std::vector<tcp::Ipv4Interface> parse_candidates(const Bytes& b, size_t at, int rank) {
-  const std::string who = "world rank " + std::to_string(rank);
-  if (at >= b.size())
-    throw BootstrapError("connect_tcp: " + who +
-                         " sent no address list: every rank must run the same Tandem version");
-  const size_t n = b[at++];
-  if (b.size() != at + 5 * n)
-    throw BootstrapError("connect_tcp: " + who + " sent a malformed address list (" +
-                         std::to_string(b.size()) +
-                         " bytes): every rank must run the same Tandem version");
-  std::vector<tcp::Ipv4Interface> out(n);
-  for (size_t i = 0; i < n; ++i, at += 5) {
-    out[i].name = who;
-    out[i].address = (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) |
-                     (uint32_t{b[at + 2]} << 8) | uint32_t{b[at + 3]};
-    out[i].prefix = std::min<int>(b[at + 4], 32);
-  }
-  return out;
-}
-
 Agreed agree(Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
   (void)connect_scheme_from_environment();
   const Identity& id = bootstrap.identity();
@@ -164,10 +133,10 @@ Agreed agree(Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
   Bytes shared;
   if (nodes) {
     if (id.rank != 0) mine.assign(agreed_bytes, 0);
-    append_candidates(mine);
+    tcp::append_candidates(mine);
     const std::vector<Bytes> all = bootstrap.allgather(mine, timeout);
     for (size_t r = 0; r < all.size(); ++r)
-      a.candidates.push_back(parse_candidates(all[r], agreed_bytes, static_cast<int>(r)));
+      a.candidates.push_back(tcp::parse_candidates(all[r], agreed_bytes, static_cast<int>(r)));
     shared.assign(all.at(0).begin(), all.at(0).begin() + static_cast<std::ptrdiff_t>(std::min(
                                                              agreed_bytes, all.at(0).size())));
   } else {

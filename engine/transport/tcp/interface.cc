@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -174,6 +175,37 @@ std::vector<Ipv4Interface> listen_candidates() {
       if (c.name == only) out.push_back(c);
     return out;
   } catch (const Error&) { return {}; }
+}
+
+void append_candidates(std::vector<uint8_t>& out) {
+  const auto mine = listen_candidates();
+  const size_t n = std::min<size_t>(mine.size(), 255);
+  out.push_back(static_cast<uint8_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      out.push_back(static_cast<uint8_t>(mine[i].address >> shift));
+    out.push_back(static_cast<uint8_t>(mine[i].prefix));
+  }
+}
+
+std::vector<Ipv4Interface> parse_candidates(const std::vector<uint8_t>& b, size_t at, int rank) {
+  const std::string who = "world rank " + std::to_string(rank);
+  if (at >= b.size())
+    throw BootstrapError("tcp setup: " + who +
+                         " sent no address list: every rank must run the same Tandem version");
+  const size_t n = b[at++];
+  if (b.size() != at + 5 * n)
+    throw BootstrapError("tcp setup: " + who + " sent a malformed address list (" +
+                         std::to_string(b.size()) +
+                         " bytes): every rank must run the same Tandem version");
+  std::vector<Ipv4Interface> out(n);
+  for (size_t i = 0; i < n; ++i, at += 5) {
+    out[i].name = who;
+    out[i].address = (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) |
+                     (uint32_t{b[at + 2]} << 8) | uint32_t{b[at + 3]};
+    out[i].prefix = std::min<int>(b[at + 4], 32);
+  }
+  return out;
 }
 
 }  // namespace tcp

@@ -16,6 +16,7 @@
 //     TANDEM_TCP_IFNAME.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,12 @@ SockAddr choose_listen_address(bool all_members_local, std::string& why,
 // interface's, else every candidate. Never throws: a bad setting gives an
 // empty list here and its error where the address is chosen.
 std::vector<Ipv4Interface> listen_candidates();
+
+// listen_candidates() appended to a bootstrap blob, and read back from a
+// peer's blob at offset `at` (`rank` names the peer in the error a malformed
+// list gives).
+void append_candidates(std::vector<uint8_t>& out);
+std::vector<Ipv4Interface> parse_candidates(const std::vector<uint8_t>& b, size_t at, int rank);
 
 // Address of the interface `ifname` (IPv4 preferred), port 0. Throws
 // InvalidArgument naming the interface and listing the existing ones.
