@@ -44,7 +44,7 @@ def main(directory):
     try:
         outcome = (True, fn(*args, **kwargs))
         status = 0
-    except BaseException as e:  # the caller gets every rank's failure, whatever it was
+    except BaseException as e:  # noqa: BLE001 - the caller gets every rank's failure, whatever it was
         traceback.print_exc()
         outcome = (False, "%s: %s" % (type(e).__name__, e))
         status = 1

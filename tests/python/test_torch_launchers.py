@@ -3,7 +3,6 @@ horovod.run (Horovod's Python launcher) and Open MPI's mpirun, which the
 engine joins through the PMIx server mpirun runs."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -40,7 +40,8 @@ def _local_slots(hosts):
         try:
             total += int(slots) if slots else 1
         except ValueError:
-            raise ValueError("horovod.run: hosts entry '%s' is not <host>:<slots>" % entry)
+            raise ValueError("horovod.run: hosts entry '%s' is not <host>:<slots>"
+                             % entry) from None
     return total
 
 
@@ -58,10 +59,10 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
     if network_interface:
         network_interfaces = network_interface.split(",")
         warnings.warn("network_interface is deprecated, use network_interfaces instead",
-                      DeprecationWarning)
+                      DeprecationWarning, stacklevel=2)
     if np is not None:
         num_proc = np
-        warnings.warn("np is deprecated, use num_proc instead", DeprecationWarning)
+        warnings.warn("np is deprecated, use num_proc instead", DeprecationWarning, stacklevel=2)
     if min_np is not None:
         min_num_proc = min_np
     if max_np is not None:
