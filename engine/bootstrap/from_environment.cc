@@ -38,6 +38,24 @@ bool tcp_requested() {
   return env::get("TANDEM_RENDEZVOUS_ADDR") || env::get("TANDEM_RANK") || env::get("TANDEM_SIZE");
 }
 
+// A launcher that starts several processes but serves no PMIx (MPICH's
+// hydra, srun --mpi=pmi2, an Open MPI without its PMIx server) would leave
+// every process a world of one that trains alone: that is an error instead,
+// naming what Tandem joins through.
+void refuse_launcher_without_pmix() {
+  for (const char* var : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {
+    const auto v = env::get(var);
+    if (!v || *v == "1" || v->empty()) continue;
+    throw BootstrapError(
+        std::string("this process was started by a launcher that gives no PMIx (") + var + "=" +
+        *v +
+        " is set, PMIX_RANK and TANDEM_RENDEZVOUS_ADDR are not): Tandem joins a job through "
+        "PMIx or its own rendezvous. Start it with srun --horovod=on, horovodrun, tandem-run "
+        "or Open MPI's mpirun (which serves PMIx), or set TANDEM_BOOTSTRAP=single to run "
+        "each process alone");
+  }
+}
+
 std::unique_ptr<Bootstrap> tcp_from_environment() {
   auto addr = env::get("TANDEM_RENDEZVOUS_ADDR");
   auto size = env::get_int("TANDEM_SIZE");
@@ -170,7 +188,10 @@ std::unique_ptr<Bootstrap> bootstrap_from_environment() {
     check_not_overwritten();
     if (launched_by_pmix()) kind = Kind::kPmix, why = "PMIX_RANK set by the launcher";
     else if (tcp_requested()) kind = Kind::kTcp, why = "TANDEM_RENDEZVOUS_ADDR and friends set";
-    else kind = Kind::kSingle, why = "neither PMIx nor rendezvous variables set";
+    else {
+      refuse_launcher_without_pmix();
+      kind = Kind::kSingle, why = "neither PMIx nor rendezvous variables set";
+    }
   }
   static const char* const names[] = {"auto", "PMIx", "the TCP store", "a world of one"};
   const char* how = names[static_cast<int>(kind)];

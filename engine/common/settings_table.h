@@ -176,6 +176,8 @@ inline constexpr EnvironmentFact kEnvironmentFacts[] = {
   {"SLURM_PROCID", "Slurm's task id, to catch a plugin that copied one task's variables"},
   {"SLURMD_NODENAME", "the Slurm node name, the default node name of a rank"},
   {"PYXIS_VERSION", "set inside a pyxis container: names pyxis in the message"},
+  {"PMI_SIZE", "a PMI-1/PMI-2 launcher (MPICH's hydra, srun --mpi=pmi2) started this process"},
+  {"OMPI_COMM_WORLD_SIZE", "an Open MPI launcher started this process"},
 };
 // clang-format on
 

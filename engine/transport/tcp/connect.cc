@@ -108,25 +108,44 @@ void connect_planned(tcp::Connector& links, const std::vector<int>& peers,
 
 // World rank 0's secret and connection scheme, in one round; every rank
 // parses its own setting so that a malformed one is an error wherever it is.
+// When the job spans nodes the round is an allgather instead of a broadcast,
+// and every rank adds the IPv4 addresses it may listen on: a rank that has to
+// guess its interface (no setting, no default route, several candidates)
+// then picks the one on its peers' subnet, as MPI's TCP layers do.
 struct Agreed {
   tcp::Secret secret{};
   ConnectScheme scheme = ConnectScheme::kPlanned;
+  std::vector<std::vector<tcp::Ipv4Interface>> candidates;  // by world rank; empty on one node
 };
 
 Agreed agree(Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
   (void)connect_scheme_from_environment();
+  const Identity& id = bootstrap.identity();
+  const bool nodes = id.cross_size > 1;
   Bytes mine;
-  if (bootstrap.identity().rank == 0) {
+  if (id.rank == 0) {
     const tcp::Secret s = tcp::random_secret();
     mine.assign(s.begin(), s.end());
     mine.push_back(static_cast<uint8_t>(connect_scheme_from_environment()));
   }
-  const Bytes shared = bootstrap.broadcast(mine, 0, timeout);
   Agreed a;
-  if (shared.size() != a.secret.size() + 1)
+  const size_t agreed_bytes = a.secret.size() + 1;
+  Bytes shared;
+  if (nodes) {
+    if (id.rank != 0) mine.assign(agreed_bytes, 0);
+    tcp::append_candidates(mine);
+    const std::vector<Bytes> all = bootstrap.allgather(mine, timeout);
+    for (size_t r = 0; r < all.size(); ++r)
+      a.candidates.push_back(tcp::parse_candidates(all[r], agreed_bytes, static_cast<int>(r)));
+    shared.assign(all.at(0).begin(), all.at(0).begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                             agreed_bytes, all.at(0).size())));
+  } else {
+    shared = bootstrap.broadcast(mine, 0, timeout);
+  }
+  if (shared.size() != agreed_bytes)
     throw BootstrapError("connect_tcp: the job secret from world rank 0 has " +
                          std::to_string(shared.size()) + " bytes, expected " +
-                         std::to_string(a.secret.size() + 1) +
+                         std::to_string(agreed_bytes) +
                          ": every rank must run the same Tandem version");
   std::copy(shared.begin(), shared.begin() + static_cast<std::ptrdiff_t>(a.secret.size()),
             a.secret.begin());
@@ -134,9 +153,24 @@ Agreed agree(Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
   return a;
 }
 
+// What the members on other nodes may listen on, for this rank's choice.
+std::vector<std::vector<tcp::Ipv4Interface>> peer_candidates(const Identity& id,
+                                                             const std::vector<int>& members,
+                                                             const Agreed& agreed) {
+  std::vector<std::vector<tcp::Ipv4Interface>> out;
+  if (agreed.candidates.empty()) return out;
+  const bool nodes_known = id.node_of_rank.size() == static_cast<size_t>(id.size);
+  for (int r : members) {
+    if (r == id.rank) continue;
+    if (nodes_known && id.node_of_rank[r] == id.node_of_rank[id.rank]) continue;
+    out.push_back(agreed.candidates.at(static_cast<size_t>(r)));
+  }
+  return out;
+}
+
 // Checks the descriptor budget, then listens; the endpoint to publish.
 tcp::Fd listen_for(const Identity& id, const std::vector<int>& members, size_t peers, bool everyone,
-                   Bytes& endpoint) {
+                   const Agreed& agreed, Bytes& endpoint) {
   const std::string n = std::to_string(members.size());
   tcp::check_descriptor_budget(
       "tcp setup (world rank " + std::to_string(id.rank) + ")", peers + kFixedDescriptors,
@@ -146,7 +180,8 @@ tcp::Fd listen_for(const Identity& id, const std::vector<int>& members, size_t p
           ", and " + std::to_string(kFixedDescriptors) + " for the listener and wake-ups" +
           (everyone ? "; TANDEM_TCP_CONNECT=planned needs about 2 log2(n)" : ""));
   std::string why;
-  tcp::SockAddr addr = tcp::choose_listen_address(all_on_my_node(id, members), why);
+  tcp::SockAddr addr = tcp::choose_listen_address(all_on_my_node(id, members), why,
+                                                  peer_candidates(id, members, agreed));
   tcp::Fd listener;
   try {
     listener = tcp::listen_on(addr);
@@ -194,7 +229,7 @@ std::unique_ptr<Transport> connect_with(Bootstrap& bootstrap, const std::vector<
   // A group of one needs no socket, but still joins the world's allgather.
   Bytes endpoint;
   tcp::Fd listener;
-  if (n > 1) listener = listen_for(id, members, peers.size(), everyone, endpoint);
+  if (n > 1) listener = listen_for(id, members, peers.size(), everyone, agreed, endpoint);
   const std::vector<Bytes> all = bootstrap.allgather(endpoint, timeout);
   if (n == 1) return std::make_unique<tcp::TcpTransport>(0, members, nullptr, timeout, spin, piece);
 

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -96,6 +97,15 @@ bool hostname_address(SockAddr& out) {
   return found;
 }
 
+SockAddr to_sockaddr(const Ipv4Interface& i) {
+  SockAddr a;
+  auto* in = reinterpret_cast<sockaddr_in*>(&a.storage);
+  in->sin_family = AF_INET;
+  in->sin_addr.s_addr = htonl(i.address);
+  a.len = sizeof(sockaddr_in);
+  return a;
+}
+
 }  // namespace
 
 SockAddr address_of_interface(const std::string& ifname) {
@@ -123,7 +133,8 @@ SockAddr address_of_interface(const std::string& ifname) {
                         "': no such network interface on this host; interfaces here: " + list);
 }
 
-SockAddr choose_listen_address(bool all_members_local, std::string& why) {
+SockAddr choose_listen_address(bool all_members_local, std::string& why,
+                               const std::vector<std::vector<Ipv4Interface>>& peers) {
   const std::string ifname = env_string(kIfnameVariable);
   if (!ifname.empty()) {
     why = std::string(kIfnameVariable) + "=" + ifname;
@@ -143,15 +154,58 @@ SockAddr choose_listen_address(bool all_members_local, std::string& why) {
     why = "interface of the default route (" + route_if + ")";
     return address_of_interface(route_if);
   }
-  SockAddr a;
-  if (hostname_address(a)) {
+  try {
+    return to_sockaddr(choose_interface(ipv4_candidates(), peers, why));
+  } catch (const InvalidArgument&) {
+    SockAddr a;
+    if (!hostname_address(a)) throw;
     why = "address of the hostname";
     return a;
   }
-  throw InvalidArgument(
-      std::string("tcp: cannot choose a network interface: there is no default route and the ") +
-      "hostname resolves to no non-loopback address; set " + kIfnameVariable +
-      " to the interface that reaches the other nodes");
+}
+
+std::vector<Ipv4Interface> listen_candidates() {
+  try {
+    const std::string ifname = env_string(kIfnameVariable);
+    const std::string only = !ifname.empty() ? ifname : default_route_interface();
+    std::vector<Ipv4Interface> all = ipv4_candidates();
+    if (only.empty()) return all;
+    std::vector<Ipv4Interface> out;
+    for (const auto& c : all)
+      if (c.name == only) out.push_back(c);
+    return out;
+  } catch (const Error&) { return {}; }
+}
+
+void append_candidates(std::vector<uint8_t>& out) {
+  const auto mine = listen_candidates();
+  const size_t n = std::min<size_t>(mine.size(), 255);
+  out.push_back(static_cast<uint8_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      out.push_back(static_cast<uint8_t>(mine[i].address >> shift));
+    out.push_back(static_cast<uint8_t>(mine[i].prefix));
+  }
+}
+
+std::vector<Ipv4Interface> parse_candidates(const std::vector<uint8_t>& b, size_t at, int rank) {
+  const std::string who = "world rank " + std::to_string(rank);
+  if (at >= b.size())
+    throw BootstrapError("tcp setup: " + who +
+                         " sent no address list: every rank must run the same Tandem version");
+  const size_t n = b[at++];
+  if (b.size() != at + 5 * n)
+    throw BootstrapError("tcp setup: " + who + " sent a malformed address list (" +
+                         std::to_string(b.size()) +
+                         " bytes): every rank must run the same Tandem version");
+  std::vector<Ipv4Interface> out(n);
+  for (size_t i = 0; i < n; ++i, at += 5) {
+    out[i].name = who;
+    out[i].address = (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) |
+                     (uint32_t{b[at + 2]} << 8) | uint32_t{b[at + 3]};
+    out[i].prefix = std::min<int>(b[at + 4], 32);
+  }
+  return out;
 }
 
 }  // namespace tcp

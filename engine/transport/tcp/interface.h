@@ -8,11 +8,19 @@
 //     traffic leaves the host and no interface has to be guessed.
 //  3. Unset otherwise: the IPv4 address of the interface holding the default
 //     route (/proc/net/route), the one a multi-homed node most likely shares
-//     with its peers; failing that, the address the hostname resolves to if
-//     it is not a loopback one. Else an error asking for TANDEM_TCP_IFNAME.
+//     with its peers; failing that, the rule of interface_choice.h: the only
+//     interface up besides loopback, or the one on the subnet of the peers'
+//     addresses where the caller knows them; failing that, the address the
+//     hostname resolves to if it is not a loopback one. Else the error of
+//     interface_choice.h, listing the candidates and asking for
+//     TANDEM_TCP_IFNAME.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
+
+#include "transport/tcp/interface_choice.h"
 
 #include "transport/tcp/socket.h"
 
@@ -23,7 +31,22 @@ constexpr const char* kIfnameVariable = "TANDEM_TCP_IFNAME";
 
 // The address to listen on, port 0. `why` receives a short description of
 // the choice for the log ("TANDEM_TCP_IFNAME=eth1", "loopback: ...").
-SockAddr choose_listen_address(bool all_members_local, std::string& why);
+// `peers` (may be empty) holds, per member on another node, what
+// listen_candidates() gave there.
+SockAddr choose_listen_address(bool all_members_local, std::string& why,
+                               const std::vector<std::vector<Ipv4Interface>>& peers = {});
+
+// The IPv4 addresses this rank may listen on when its group spans nodes, for
+// the peers' choice: TANDEM_TCP_IFNAME's, else the default route's
+// interface's, else every candidate. Never throws: a bad setting gives an
+// empty list here and its error where the address is chosen.
+std::vector<Ipv4Interface> listen_candidates();
+
+// listen_candidates() appended to a bootstrap blob, and read back from a
+// peer's blob at offset `at` (`rank` names the peer in the error a malformed
+// list gives).
+void append_candidates(std::vector<uint8_t>& out);
+std::vector<Ipv4Interface> parse_candidates(const std::vector<uint8_t>& b, size_t at, int rank);
 
 // Address of the interface `ifname` (IPv4 preferred), port 0. Throws
 // InvalidArgument naming the interface and listing the existing ones.

@@ -163,9 +163,25 @@ void WakeRelay::serve() {
 
 std::unique_ptr<RoundRelay> connect_wake_relay(Bootstrap& world, RingLocal ring, bool wanted,
                                                std::chrono::milliseconds timeout) {
+  // Across nodes the relay listens where the transport would, and so needs
+  // what the other nodes may listen on where it has to guess: one allgather
+  // of every rank's candidates (interface_choice.h), the same on every rank.
+  const Identity& id = world.identity();
+  std::vector<std::vector<tcp::Ipv4Interface>> peers;
+  if (id.cross_size > 1) {
+    Bytes mine;
+    tcp::append_candidates(mine);
+    const std::vector<Bytes> all = world.allgather(mine, timeout);
+    const bool nodes_known = id.node_of_rank.size() == all.size();
+    for (size_t r = 0; r < all.size(); ++r) {
+      if (static_cast<int>(r) == id.rank) continue;
+      if (nodes_known && id.node_of_rank[r] == id.node_of_rank[id.rank]) continue;
+      peers.push_back(tcp::parse_candidates(all[r], 0, static_cast<int>(r)));
+    }
+  }
   std::string why;
   return tcp::WakeRelay::create(world, std::move(ring), wanted,
-                                tcp::choose_listen_address(false, why), timeout);
+                                tcp::choose_listen_address(false, why, peers), timeout);
 }
 
 }  // namespace tandem

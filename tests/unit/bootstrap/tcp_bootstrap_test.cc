@@ -30,7 +30,8 @@ const char* const kToken = "test-token-0123456789";
 void clear_bootstrap_env() {
   for (const char* v : {"TANDEM_BOOTSTRAP", "TANDEM_RENDEZVOUS_ADDR", "TANDEM_RENDEZVOUS_TOKEN",
                         "TANDEM_RENDEZVOUS_SERVE", "TANDEM_RANK", "TANDEM_SIZE", "TANDEM_NODE_NAME",
-                        "TANDEM_JOB_ID", "TANDEM_BOOTSTRAP_TIMEOUT", "PMIX_RANK", "PMIX_NAMESPACE"})
+                        "TANDEM_JOB_ID", "TANDEM_BOOTSTRAP_TIMEOUT", "PMIX_RANK", "PMIX_NAMESPACE",
+                        "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
     unsetenv(v);
 }
 
@@ -490,6 +491,27 @@ TEST_F(TcpBootstrapTest, NothingSetIsAWorldOfOne) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(str(all[0]), "me");
   EXPECT_EQ(str(b->broadcast(bytes("x"), 0, 1s)), "x");
+}
+
+// A launcher of several processes without PMIx (MPICH's hydra sets PMI_SIZE,
+// an Open MPI without its PMIx server OMPI_COMM_WORLD_SIZE): one error that
+// names the variable and what Tandem joins through, never a world of one.
+TEST_F(TcpBootstrapTest, ALauncherWithoutPmixIsNamed) {
+  for (const char* var : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {
+    setenv(var, "4", 1);
+    EXPECT_EQ(expect_throw<BootstrapError>([] { bootstrap_from_environment(); },
+                                           std::string(var) + "=4 is set, PMIX_RANK and "
+                                                              "TANDEM_RENDEZVOUS_ADDR are not"),
+              "");
+    EXPECT_EQ(expect_throw<BootstrapError>([] { bootstrap_from_environment(); },
+                                           "TANDEM_BOOTSTRAP=single"),
+              "");
+    unsetenv(var);
+  }
+  // One process of such a launcher is a world of one, as before.
+  setenv("PMI_SIZE", "1", 1);
+  EXPECT_EQ(bootstrap_from_environment()->identity().size, 1);
+  unsetenv("PMI_SIZE");
 }
 
 struct BadEnv {
