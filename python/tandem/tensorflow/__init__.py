@@ -250,6 +250,14 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     groups = _ops.groups_from(num_groups, groups)
     if is_legacy_optimizer(optimizer):
+        if op == Adasum:
+            # Horovod's is a delta optimizer (each rank steps, the steps are
+            # combined); reducing the gradients with Adasum would not be it.
+            raise _engine_errors.make("TANDEM_ERR_UNSUPPORTED",
+                                      "DistributedOptimizer(op=hvd.Adasum) for a tf.compat.v1 "
+                                      "optimizer is not implemented by Tandem; use "
+                                      "DistributedGradientTape(op=hvd.Adasum), or Adasum's "
+                                      "optimizer in horovod.torch")
         if backward_passes_per_step != 1:
             raise _engine_errors.make("TANDEM_ERR_UNSUPPORTED",
                                "DistributedOptimizer(backward_passes_per_step=%d) for a "
