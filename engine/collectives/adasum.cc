@@ -68,8 +68,7 @@ void sum_over_block(Transport& t, std::vector<double>& v, int d) {
     const int peer = t.rank() ^ s;
     t.sendrecv(peer, v.data(), bytes, peer, theirs.data(), bytes);
     const bool me_lower = t.rank() < peer;
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = me_lower ? v[i] + theirs[i] : theirs[i] + v[i];
+    for (size_t i = 0; i < v.size(); ++i) v[i] = me_lower ? v[i] + theirs[i] : theirs[i] + v[i];
   }
 }
 

@@ -203,8 +203,8 @@ Transport& Communicator::world_transport() {
       // possibly after this Communicator's bootstrap stopped answering:
       // set up over the node instead, with Adasum's partners connected.
       node_bootstrap_ = make_node_bootstrap(id_, *shm_);
-      world_ = connect_(*node_bootstrap_, all, options_.timeout,
-                        algorithm_partners(id_.rank, id_.size));
+      world_ =
+          connect_(*node_bootstrap_, all, options_.timeout, algorithm_partners(id_.rank, id_.size));
     } else {
       // Alltoall and the direct reducescatter exchange with every rank:
       // nothing is worth connecting ahead, each pair connects on first use.
@@ -520,8 +520,9 @@ void Communicator::reducescatter(const void* send, void* recv,
                                  tandem_op_t op, double prescale, double postscale) {
   check_reduction("reducescatter", dtype, op, prescale, postscale);
   if (op == TANDEM_ADASUM)
-    throw InvalidArgument("reducescatter: Adasum combines whole tensors and has no "
-                          "reduce-scatter; use Sum or Average");
+    throw InvalidArgument(
+        "reducescatter: Adasum combines whole tensors and has no "
+        "reduce-scatter; use Sum or Average");
   need_counts("reducescatter", "recv_counts", recv_counts, id_.size);
   need_buffer("reducescatter", "send", send, sum(recv_counts));
   need_buffer("reducescatter", "recv", recv, recv_counts[id_.rank]);

@@ -97,8 +97,9 @@ class DataPath {
   virtual void adasum(void* buf, const std::vector<size_t>& counts, tandem_dtype_t dtype,
                       double prescale, double postscale) {
     (void)buf, (void)counts, (void)dtype, (void)prescale, (void)postscale;
-    throw UnsupportedError("allreduce with Adasum: this data path runs no Adasum; "
-                           "use CPU tensors");
+    throw UnsupportedError(
+        "allreduce with Adasum: this data path runs no Adasum; "
+        "use CPU tensors");
   }
   // root is a set rank.
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;

@@ -12,7 +12,8 @@ namespace {
 // made so that the caller's rank raises before anything is negotiated.
 void check_adasum(const std::string& what, OpType type, const TensorArg& t, int set_size) {
   if (type != OpType::kAllreduce)
-    throw InvalidArgument(what + ": Adasum combines whole tensors and has no reduce-scatter; "
+    throw InvalidArgument(what +
+                          ": Adasum combines whole tensors and has no reduce-scatter; "
                           "use Sum or Average");
   const bool floating = t.dtype == TANDEM_FLOAT16 || t.dtype == TANDEM_BFLOAT16 ||
                         t.dtype == TANDEM_FLOAT32 || t.dtype == TANDEM_FLOAT64;
@@ -20,12 +21,15 @@ void check_adasum(const std::string& what, OpType type, const TensorArg& t, int 
     throw InvalidArgument(what + ": Adasum combines floating-point tensors only, got " +
                           dtype_name(t.dtype) + "; use float16, bfloat16, float32 or float64");
   if (set_size & (set_size - 1))
-    throw InvalidArgument(what + ": Adasum needs a power-of-two number of ranks (1, 2, 4, 8, "
-                          "...); the process set has " + std::to_string(set_size) +
-                          "; run on such a number or use Average");
+    throw InvalidArgument(what +
+                          ": Adasum needs a power-of-two number of ranks (1, 2, 4, 8, "
+                          "...); the process set has " +
+                          std::to_string(set_size) + "; run on such a number or use Average");
   if (t.device != TANDEM_DEVICE_CPU)
-    throw UnsupportedError(what + ": Adasum runs on CPU tensors only; the tensor is on CUDA "
-                           "device " + std::to_string(t.device) +
+    throw UnsupportedError(what +
+                           ": Adasum runs on CPU tensors only; the tensor is on CUDA "
+                           "device " +
+                           std::to_string(t.device) +
                            ", copy it to the host (tensor.cpu()) for the allreduce");
 }
 

@@ -16,8 +16,8 @@ import pytest
 from conftest import WORKERS, assert_passed
 
 sys.path.insert(0, str(WORKERS))
-import check_adasum_torch  # noqa: E402
-import horovod_checkout  # noqa: E402
+import check_adasum_torch
+import horovod_checkout
 
 HOROVOD_TESTS = ["test_orthogonal", "test_parallel", "test_stability", "test_stability_2"]
 
@@ -46,7 +46,8 @@ def checks_job(ranks, np):
     return CHECKS[np]
 
 
-@pytest.mark.parametrize("np", [2, 4])
+# At 4 ranks only (two levels of the tree); Horovod's tests above cover 2.
+@pytest.mark.parametrize("np", [4])
 @pytest.mark.parametrize("name", [fn.__name__ for fn in check_adasum_torch.CHECKS])
 def test_adasum_check_passes_on_every_rank(ranks, np, name):
     assert_passed(checks_job(ranks, np), np, name)

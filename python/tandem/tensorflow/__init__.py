@@ -43,11 +43,12 @@ from tandem.tensorflow.mpi_ops import (  # noqa: F401
 )
 
 
-def gpu_available():
-    """Horovod's meaning, "this framework's ops have a GPU path": False.
+def gpu_available(ext_base_name="tensorflow", verbose=False):
+    """Horovod's meaning, "this framework's ops have a GPU path" (Horovod's
+    argument names the framework; its tests pass 'tensorflow'): False, since
     tandem.tensorflow reduces tensors that live on a GPU through host memory
-    (TensorFlow copies them; docs/tensorflow.md). gpu_status() gives the
-    engine's own GPU answer (used by tandem.torch)."""
+    (TensorFlow copies them; docs/tensorflow.md). Ask horovod.torch about
+    torch. gpu_status() gives the engine's own GPU answer."""
     return False
 
 

@@ -20,17 +20,16 @@ import contextlib
 
 import torch
 
-from tandem.torch import mpi_ops
+from tandem.torch import _parameter_names, mpi_ops
 
 
 class _DistributedAdasumOptimizer(torch.optim.Optimizer):
     _tandem_distributed = True  # broadcast_optimizer_state steps the inner optimizer
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step):
-        from tandem.torch.optimizer import named_in_order
         super(self.__class__, self).__init__(params)
         self._compression = compression
-        ordered = named_in_order(self.param_groups, named_parameters)
+        ordered = _parameter_names.named_in_order(self.param_groups, named_parameters)
         self._parameter_names = {p: name for name, p in ordered}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {p: backward_passes_per_step for _, p in ordered}

@@ -12,7 +12,7 @@ import pytest
 from conftest import WORKERS
 
 sys.path.insert(0, str(WORKERS))
-import horovod_checkout  # noqa: E402
+import horovod_checkout
 
 
 @pytest.mark.parametrize("np", [2, 4])

@@ -579,9 +579,9 @@ def errors_then_next_call_works():
     else:  # equal tensors: Adasum gives the tensor back
         expect(hvd.allreduce(torch.full((2,), 3.0), op=hvd.Adasum), torch.full((2,), 3.0),
                "Adasum of equal tensors")
-    _expect_error(te.InvalidArgumentError,
-                  lambda: hvd.allreduce(torch.ones(2, dtype=torch.int32), op=hvd.Adasum),
-                  "Adasum of integers", contains=("floating-point",))
+        _expect_error(te.InvalidArgumentError,
+                      lambda: hvd.allreduce(torch.ones(2, dtype=torch.int32), op=hvd.Adasum),
+                      "Adasum of integers", contains=("floating-point",))
     _expect_error(te.InvalidArgumentError, lambda: hvd.poll(123456789), "bad handle")
     assert hvd.synchronize(123456789) is None  # as Horovod's synchronize
     expect(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full((3,), float(size)),

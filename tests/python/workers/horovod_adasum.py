@@ -10,7 +10,8 @@ parallel tests also need a GPU only to pick a device: with ``--cpu-device``
 the module's ``torch.cuda.is_available()`` is True and ``torch.device()``
 gives the CPU, so they run on CPU tensors, and ``hvd.nccl_built()`` is 0
 there, the expectation Horovod states for Adasum off NCCL (a sum, not a
-sum divided by the local size). Nothing of the tests themselves changes.
+sum divided by the local size). Under NumPy 2 the module's ``np.alltrue``
+(removed there) is ``np.all``. Nothing of the tests themselves changes.
 
 Usage: horovod_adasum.py torch|tensorflow TEST_FILE [--cpu-device]
 """
@@ -53,6 +54,9 @@ def main():
         replaced["nccl_built"] = lambda: 0
         module.torch = _cpu_torch()
     module.hvd = _Proxy(hvd, **replaced)
+    import numpy
+    if not hasattr(numpy, "alltrue"):  # NumPy 2 removed it; the tests call it
+        module.np = _Proxy(numpy, alltrue=numpy.all)
     # The tests the file defines, not those its base class brings
     # (tf.test.TestCase has a test_session helper).
     suite = unittest.TestSuite()
