@@ -15,6 +15,12 @@ void check_adasum(const std::string& what, OpType type, const TensorArg& t, int 
     throw InvalidArgument(what +
                           ": Adasum combines whole tensors and has no reduce-scatter; "
                           "use Sum or Average");
+  if (t.device != TANDEM_DEVICE_CPU)
+    throw UnsupportedError(what +
+                           ": Adasum runs on CPU tensors only; the tensor is on CUDA "
+                           "device " +
+                           std::to_string(t.device) +
+                           ", copy it to the host (tensor.cpu()) for the allreduce");
   const bool floating = t.dtype == TANDEM_FLOAT16 || t.dtype == TANDEM_BFLOAT16 ||
                         t.dtype == TANDEM_FLOAT32 || t.dtype == TANDEM_FLOAT64;
   if (!floating)
@@ -25,12 +31,6 @@ void check_adasum(const std::string& what, OpType type, const TensorArg& t, int 
                           ": Adasum needs a power-of-two number of ranks (1, 2, 4, 8, "
                           "...); the process set has " +
                           std::to_string(set_size) + "; run on such a number or use Average");
-  if (t.device != TANDEM_DEVICE_CPU)
-    throw UnsupportedError(what +
-                           ": Adasum runs on CPU tensors only; the tensor is on CUDA "
-                           "device " +
-                           std::to_string(t.device) +
-                           ", copy it to the host (tensor.cpu()) for the allreduce");
 }
 
 }  // namespace

@@ -98,12 +98,13 @@ def optimizer_combines_the_local_steps():
         steps.append(-lr * grad.ravel())
     close(model.weight.detach().numpy().ravel(), start + reference(steps), 1e-12,
           "parameters after one Adasum step")
-    try:
-        with opt.skip_synchronize():
-            pass
-        raise AssertionError("skip_synchronize was allowed")
-    except AssertionError as exc:
-        assert "not supported when using Adasum" in str(exc), exc
+    if size > 1:  # a world of one gets the plain optimizer, as in Horovod
+        try:
+            with opt.skip_synchronize():
+                pass
+            raise AssertionError("skip_synchronize was allowed")
+        except AssertionError as exc:
+            assert "not supported when using Adasum" in str(exc), exc
 
 
 @check
