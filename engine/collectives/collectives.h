@@ -23,6 +23,12 @@ void allreduce(Transport& t, const void* send, void* recv, size_t count, const R
 void allreduce(Transport& t, void* buf, size_t count, const Reduction& r,
                AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto);
 
+// Adasum (adasum.cc), in place: buf packs tensors of counts[k] elements,
+// each combined with coefficients of its own. InvalidArgument unless the
+// group is a power of two and dtype floating.
+void allreduce_adasum(Transport& t, void* buf, const std::vector<size_t>& counts,
+                      tandem_dtype_t dtype);
+
 // counts[j] elements of the reduced send go to rank j, in rank order. recv
 // may be send's own part (in place); no other overlap.
 void reducescatter(Transport& t, const void* send, void* recv, const std::vector<size_t>& counts,

@@ -427,7 +427,7 @@ const char* dtype_name(int dtype) {
 }
 
 const char* op_name(int op) {
-  static const char* const names[] = {"sum", "average", "min", "max", "product"};
+  static const char* const names[] = {"sum", "average", "min", "max", "product", "adasum"};
   return op >= 0 && op < TANDEM_OP_COUNT_ ? names[op] : "unknown";
 }
 
@@ -443,7 +443,10 @@ void check_reduction(const char* what, int dtype, int op, double prescale, doubl
                           "; expected a tandem_dtype_t (TANDEM_UINT8 .. TANDEM_BOOL)");
   if (op < 0 || op >= TANDEM_OP_COUNT_)
     throw InvalidArgument(w + ": unknown reduction op " + std::to_string(op) +
-                          "; expected a tandem_op_t (TANDEM_SUM .. TANDEM_PRODUCT)");
+                          "; expected a tandem_op_t (TANDEM_SUM .. TANDEM_ADASUM)");
+  if (op == TANDEM_ADASUM && !is_floating(static_cast<tandem_dtype_t>(dtype)))
+    throw InvalidArgument(w + ": Adasum combines floating-point tensors only, got " +
+                          dtype_name(dtype) + "; use float16, bfloat16, float32 or float64");
   if (dtype == TANDEM_BOOL && op == TANDEM_AVERAGE)
     throw InvalidArgument(w + ": average is not defined for bool; use sum (or) or min (and)");
   const bool floating = is_floating(static_cast<tandem_dtype_t>(dtype));
@@ -453,6 +456,30 @@ void check_reduction(const char* what, int dtype, int op, double prescale, doubl
                           "; scale a floating-point type instead");
   if (!std::isfinite(prescale) || !std::isfinite(postscale))
     throw InvalidArgument(w + ": prescale and postscale must be finite numbers");
+}
+
+double load_floating(tandem_dtype_t dtype, const void* buf, size_t i) {
+  switch (dtype) {
+    case TANDEM_FLOAT16: return half_to_float(static_cast<const uint16_t*>(buf)[i]);
+    case TANDEM_BFLOAT16: return bf16_to_float(static_cast<const uint16_t*>(buf)[i]);
+    case TANDEM_FLOAT32: return static_cast<const float*>(buf)[i];
+    case TANDEM_FLOAT64: return static_cast<const double*>(buf)[i];
+    default: return 0.0;
+  }
+}
+
+void store_floating(tandem_dtype_t dtype, void* buf, size_t i, double value) {
+  switch (dtype) {
+    case TANDEM_FLOAT16:
+      static_cast<uint16_t*>(buf)[i] = float_to_half(static_cast<float>(value));
+      break;
+    case TANDEM_BFLOAT16:
+      static_cast<uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(value));
+      break;
+    case TANDEM_FLOAT32: static_cast<float*>(buf)[i] = static_cast<float>(value); break;
+    case TANDEM_FLOAT64: static_cast<double*>(buf)[i] = value; break;
+    default: break;
+  }
 }
 
 void reduce(void* out, const void* const* in, int n, size_t count, const Reduction& r) {

@@ -41,6 +41,14 @@ struct Reduction {
 // dtype or op, AVERAGE on bool, or a scale other than 1 on an integer type.
 void check_reduction(const char* what, int dtype, int op, double prescale, double postscale);
 
+// Element i of a floating-point buffer (float16, bfloat16, float32,
+// float64) as a double, and back: the store rounds to the type (float16
+// and bfloat16 through float32, as their kernels round). For algorithms
+// that accumulate in float64 whatever the element type (Adasum's dot
+// products); 0 and no store for any other dtype.
+double load_floating(tandem_dtype_t dtype, const void* buf, size_t i);
+void store_floating(tandem_dtype_t dtype, void* buf, size_t i, double value);
+
 // out[i] = finalize(in[0][i] op ... op in[n-1][i]) for i < count, n >= 1.
 // out may be exactly one of the inputs (in place); no other overlap.
 void reduce(void* out, const void* const* in, int n, size_t count, const Reduction& r);

@@ -7,6 +7,7 @@
 #include "collectives/collectives.h"
 #include "collectives/model.h"
 #include "collectives/partners.h"
+#include "communicator/node_bootstrap.h"
 #include "common/errors.h"
 #include "common/settings.h"
 #include "shm/shm_settings.h"
@@ -197,9 +198,18 @@ Transport& Communicator::world_transport() {
   if (!world_) {
     std::vector<int> all(id_.size);
     for (int r = 0; r < id_.size; ++r) all[r] = r;
-    // Alltoall and the direct reducescatter exchange with every rank:
-    // nothing is worth connecting ahead, each pair connects on first use.
-    world_ = connect_(*bootstrap_, all, options_.timeout, {});
+    if (id_.cross_size == 1) {
+      // Only Adasum uses it on one node (the rest runs over shared memory),
+      // possibly after this Communicator's bootstrap stopped answering:
+      // set up over the node instead, with Adasum's partners connected.
+      node_bootstrap_ = make_node_bootstrap(id_, *shm_);
+      world_ =
+          connect_(*node_bootstrap_, all, options_.timeout, algorithm_partners(id_.rank, id_.size));
+    } else {
+      // Alltoall and the direct reducescatter exchange with every rank:
+      // nothing is worth connecting ahead, each pair connects on first use.
+      world_ = connect_(*bootstrap_, all, options_.timeout, {});
+    }
     world_seen_.store(world_.get(), std::memory_order_release);
   }
   return *world_;
@@ -283,6 +293,10 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, tandem_
   need_buffer("allreduce", "send", send, count);
   need_buffer("allreduce", "recv", recv, count);
   if (count == 0) return;
+  if (op == TANDEM_ADASUM) {
+    if (recv != send) std::memmove(recv, send, count * dtype_size(dtype));
+    return adasum(recv, {count}, dtype, prescale, postscale);
+  }
   Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
     if (id_.cross_size == 1) shm_->allreduce(send, recv, count, r);
@@ -297,6 +311,12 @@ void Communicator::allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, t
   need_buffer("allreduce", "buf", buf, count);
   if (!out) throw InvalidArgument("allreduce_to: no result sink given");
   if (count == 0) return;
+  if (op == TANDEM_ADASUM) {
+    if (source) copy_from_source(*source, 0, buf, count * dtype_size(dtype));
+    adasum(buf, {count}, dtype, prescale, postscale);
+    out(0, buf, count * dtype_size(dtype));
+    return;
+  }
   Reduction r{dtype, op, prescale, true, postscale, id_.size};
   run([&] {
     if (id_.cross_size == 1) shm_->allreduce(buf, buf, count, r, {}, &out, source);
@@ -334,6 +354,30 @@ void Communicator::hierarchical_allreduce(const void* send, void* recv, size_t c
     tandem::allreduce(*cross_, recv, count, across, options_.allreduce_algorithm);
   shm_->broadcast(recv, count * dtype_size(r.dtype), 0);
   if (out) (*out)(0, recv, count * dtype_size(r.dtype));
+}
+
+// Adasum runs over the transport joining every rank, inside a node too:
+// its levels pair ranks across the whole group, which the node-then-nodes
+// split of the other reductions would break (docs/runtime.md, Adasum).
+void Communicator::adasum(void* buf, const std::vector<size_t>& counts, tandem_dtype_t dtype,
+                          double prescale, double postscale) {
+  check_reduction("allreduce", dtype, TANDEM_ADASUM, prescale, postscale);
+  size_t count = 0;
+  for (size_t c : counts) count += c;
+  need_buffer("allreduce", "buf", buf, count);
+  if (id_.size & (id_.size - 1))
+    throw InvalidArgument("allreduce with Adasum: the job has " + std::to_string(id_.size) +
+                          " ranks; Adasum combines ranks pairwise and needs a power of two "
+                          "(1, 2, 4, 8, ...); run on such a number or use Average");
+  if (count == 0) return;
+  const void* in[1] = {buf};
+  Reduction pre{dtype, TANDEM_SUM, prescale, false, 1.0, 1};
+  Reduction post{dtype, TANDEM_SUM, 1.0, true, postscale, 1};
+  run([&] {
+    if (prescale != 1.0) reduce(buf, in, 1, count, pre);
+    if (id_.size > 1) allreduce_adasum(world_transport(), buf, counts, dtype);
+    if (postscale != 1.0) reduce(buf, in, 1, count, post);
+  });
 }
 
 void Communicator::broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root) {
@@ -475,6 +519,10 @@ void Communicator::reducescatter(const void* send, void* recv,
                                  const std::vector<size_t>& recv_counts, tandem_dtype_t dtype,
                                  tandem_op_t op, double prescale, double postscale) {
   check_reduction("reducescatter", dtype, op, prescale, postscale);
+  if (op == TANDEM_ADASUM)
+    throw InvalidArgument(
+        "reducescatter: Adasum combines whole tensors and has no "
+        "reduce-scatter; use Sum or Average");
   need_counts("reducescatter", "recv_counts", recv_counts, id_.size);
   need_buffer("reducescatter", "send", send, sum(recv_counts));
   need_buffer("reducescatter", "recv", recv, recv_counts[id_.rank]);

@@ -113,6 +113,12 @@ class Communicator {
   using InputSource = tandem::InputSource;
   void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op, double prescale,
                     double postscale, const ResultSink& out, const InputSource* source = nullptr);
+  // Adasum in place (collectives.h: allreduce_adasum) over every rank: buf
+  // packs tensors of counts[k] elements, each with its own coefficients;
+  // prescale before, postscale after. allreduce with TANDEM_ADASUM is this
+  // with one tensor.
+  void adasum(void* buf, const std::vector<size_t>& counts, tandem_dtype_t dtype,
+              double prescale = 1.0, double postscale = 1.0);
   void broadcast(void* buf, size_t count, tandem_dtype_t dtype, int root);
   void allgather(const void* send, size_t count, void* recv, tandem_dtype_t dtype);
   // recv_counts has size() entries; send_count must be recv_counts[rank].
@@ -168,6 +174,7 @@ class Communicator {
   bool uniform_ = true;                          // every node has the same number of ranks
   std::vector<std::vector<int>> nodes_;          // world ranks of each node, ascending
   std::unique_ptr<Transport> cross_;             // same local rank on every node
+  std::unique_ptr<Bootstrap> node_bootstrap_;    // one node: world_'s set-up (node_bootstrap.h)
   std::unique_ptr<Transport> world_;             // every rank, on first use
   std::atomic<Transport*> world_seen_{nullptr};  // world_, for traffic() from other threads
   std::mutex poison_mu_;

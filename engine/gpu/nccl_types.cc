@@ -58,6 +58,10 @@ NcclReduction nccl_reduction(tandem_dtype_t dtype, tandem_op_t op, double presca
   r.dtype = nccl_dtype(dtype);
   if (op < 0 || op >= TANDEM_OP_COUNT_)
     throw InvalidArgument("GPU allreduce with unknown op " + std::to_string(op));
+  if (op == TANDEM_ADASUM)
+    throw UnsupportedError(
+        "GPU allreduce with Adasum: NCCL has no Adasum and Tandem's GPU "
+        "path runs none; allreduce CPU tensors with Adasum");
   const double factor = prescale * postscale;
   const bool scaled = prescale != 1.0 || postscale != 1.0;
   if (scaled && !is_float(dtype))

@@ -124,6 +124,11 @@ void CommunicatorDataPath::allreduce_to(void* buf, size_t count, tandem_dtype_t 
   comm_->allreduce_to(buf, count, dtype, op, prescale, postscale, out, source);
 }
 
+void CommunicatorDataPath::adasum(void* buf, const std::vector<size_t>& counts,
+                                  tandem_dtype_t dtype, double prescale, double postscale) {
+  comm_->adasum(buf, counts, dtype, prescale, postscale);
+}
+
 void CommunicatorDataPath::broadcast(void* buf, size_t bytes, int root) {
   comm_->broadcast(buf, bytes, TANDEM_UINT8, root);
 }

@@ -55,6 +55,8 @@ class CommunicatorDataPath : public DataPath {
   void allreduce_to(void* buf, size_t count, tandem_dtype_t dtype, tandem_op_t op, double prescale,
                     double postscale, const ResultSink& out,
                     const InputSource* source = nullptr) override;
+  void adasum(void* buf, const std::vector<size_t>& counts, tandem_dtype_t dtype, double prescale,
+              double postscale) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void allgatherv(const void* send, size_t send_bytes, void* recv,
                   const std::vector<size_t>& recv_bytes) override;

@@ -21,6 +21,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "common/reduce.h"
+#include "common/errors.h"
 #include "common/input_source.h"
 #include "tandem/tandem.h"
 
@@ -89,6 +90,16 @@ class DataPath {
     if (source) copy_from_source(*source, 0, buf, bytes);
     allreduce(buf, count, dtype, op, prescale, postscale);
     out(0, buf, bytes);
+  }
+  // Adasum in place on buf, which packs tensors of counts[k] elements
+  // (communicator.h). Paths that cannot run it refuse with UnsupportedError;
+  // request validation keeps GPU tensors from reaching them.
+  virtual void adasum(void* buf, const std::vector<size_t>& counts, tandem_dtype_t dtype,
+                      double prescale, double postscale) {
+    (void)buf, (void)counts, (void)dtype, (void)prescale, (void)postscale;
+    throw UnsupportedError(
+        "allreduce with Adasum: this data path runs no Adasum; "
+        "use CPU tensors");
   }
   // root is a set rank.
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;

@@ -66,9 +66,48 @@ void fill_identity(void* dst, size_t count, int dtype, int op) {
   }
 }
 
+namespace {
+
+// Adasum's coefficients come from each tensor's own elements, so the data
+// path is told where the tensors of the batch begin and end; the batch is
+// packed whole first (Adasum reads every element several times).
+void run_adasum_batch(ExecContext& ctx, const std::vector<const Response*>& responses,
+                      const std::vector<TensorEntry*>& entries, size_t total_bytes) {
+  const Request& lead = responses.front()->first();
+  auto* buf = static_cast<uint8_t*>(ctx.data_path.fusion_buffer(total_bytes));
+  std::vector<size_t> counts;
+  size_t offset = 0;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Request& q = responses[i]->first();
+    ctx.timeline.end(q.name);  // QUEUE
+    ctx.timeline.begin(q.name, "COPY_IN");
+    // A joined rank's missing tensor is zeros: Adasum(a, 0) = a.
+    if (entries[i] && q.bytes() > 0) std::memcpy(buf + offset, entries[i]->input, q.bytes());
+    else std::memset(buf + offset, 0, q.bytes());
+    ctx.timeline.end(q.name);
+    ctx.timeline.begin(q.name, "ADASUM");
+    counts.push_back(to_size(q.elements()));
+    offset += q.bytes();
+  }
+  ctx.data_path.adasum(buf, counts, static_cast<tandem_dtype_t>(lead.dtype), lead.prescale,
+                       lead.postscale);
+  offset = 0;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Request& q = responses[i]->first();
+    ctx.timeline.end(q.name);
+    ctx.timeline.begin(q.name, "COPY_OUT");
+    if (entries[i] && q.bytes() > 0) std::memcpy(entries[i]->output, buf + offset, q.bytes());
+    ctx.timeline.end(q.name);
+    offset += q.bytes();
+  }
+}
+
+}  // namespace
+
 void run_allreduce_batch(ExecContext& ctx, const std::vector<const Response*>& responses,
                          const std::vector<TensorEntry*>& entries, size_t total_bytes) {
   const Request& lead = responses.front()->first();
+  if (lead.op == TANDEM_ADASUM) return run_adasum_batch(ctx, responses, entries, total_bytes);
   const size_t esize = dtype_bytes(lead.dtype);
   auto* buf = static_cast<uint8_t*>(ctx.data_path.fusion_buffer(total_bytes));
   // When this rank has every tensor of the batch (it has not joined), the

@@ -6,6 +6,34 @@
 #include "common/errors.h"
 
 namespace tandem::runtime {
+namespace {
+
+// Adasum's rules (docs/runtime.md, Adasum), checked where the request is
+// made so that the caller's rank raises before anything is negotiated.
+void check_adasum(const std::string& what, OpType type, const TensorArg& t, int set_size) {
+  if (type != OpType::kAllreduce)
+    throw InvalidArgument(what +
+                          ": Adasum combines whole tensors and has no reduce-scatter; "
+                          "use Sum or Average");
+  if (t.device != TANDEM_DEVICE_CPU)
+    throw UnsupportedError(what +
+                           ": Adasum runs on CPU tensors only; the tensor is on CUDA "
+                           "device " +
+                           std::to_string(t.device) +
+                           ", copy it to the host (tensor.cpu()) for the allreduce");
+  const bool floating = t.dtype == TANDEM_FLOAT16 || t.dtype == TANDEM_BFLOAT16 ||
+                        t.dtype == TANDEM_FLOAT32 || t.dtype == TANDEM_FLOAT64;
+  if (!floating)
+    throw InvalidArgument(what + ": Adasum combines floating-point tensors only, got " +
+                          dtype_name(t.dtype) + "; use float16, bfloat16, float32 or float64");
+  if (set_size & (set_size - 1))
+    throw InvalidArgument(what +
+                          ": Adasum needs a power-of-two number of ranks (1, 2, 4, 8, "
+                          "...); the process set has " +
+                          std::to_string(set_size) + "; run on such a number or use Average");
+}
+
+}  // namespace
 
 std::vector<Request> make_requests(const std::vector<TensorArg>& tensors, const OpArgs& args,
                                    const ProcessSet& set, int rank) {
@@ -56,6 +84,7 @@ std::vector<Request> make_requests(const std::vector<TensorArg>& tensors, const 
                               dtype_name(t.dtype) +
                               " tensors (scaling applies to floating "
                               "types only)");
+      if (args.op == TANDEM_ADASUM) check_adasum(what(), args.type, t, set_size);
       q.op = args.op;
       q.prescale = args.prescale;
       q.postscale = args.postscale;

@@ -89,7 +89,9 @@ typedef enum {
   TANDEM_MIN = 2,
   TANDEM_MAX = 3,
   TANDEM_PRODUCT = 4,
-  TANDEM_OP_COUNT_ = 5
+  TANDEM_ADASUM = 5, /* allreduce only: Horovod's adaptive summation, floating
+                        types, a power-of-two number of ranks (docs/runtime.md) */
+  TANDEM_OP_COUNT_ = 6
 } tandem_op_t;
 
 /* Size in bytes of one element, 0 for an unknown type. */

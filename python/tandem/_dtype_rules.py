@@ -105,6 +105,9 @@ def reduction(dtype, op, prescale=1.0, postscale=1.0, set_size=None, what="allre
         _refuse("%s: tensors of type %s cannot be reduced; supported: %s"
                 % (what, dtype, REDUCIBLE))
     rule.engine_dtype = NATIVE[rule.wire]
+    if op == _ops.Adasum and (rule.wire not in FLOATS or rule.complex_parts):
+        _refuse("%s: Adasum combines floating-point tensors only, got %s; use float16, "
+                "bfloat16, float32 or float64" % (what, dtype))
     if rule.wire == "bool":
         if op == _ops.Average:
             _refuse("%s: Average of a bool tensor has no meaning; use Sum (or) or Min (and)"

@@ -14,7 +14,7 @@ SIZES = {UINT8: 1, INT8: 1, INT32: 4, INT64: 8, FLOAT16: 2, BFLOAT16: 2, FLOAT32
 NAMES = {UINT8: "uint8", INT8: "int8", INT32: "int32", INT64: "int64", FLOAT16: "float16",
          BFLOAT16: "bfloat16", FLOAT32: "float32", FLOAT64: "float64", BOOL: "bool"}
 
-SUM, AVERAGE, MIN, MAX, PRODUCT = range(5)
+SUM, AVERAGE, MIN, MAX, PRODUCT, ADASUM = range(6)
 
 _verified = False
 

@@ -11,15 +11,15 @@ import warnings
 
 from tandem import _dtypes, errors
 
-# Values are tandem_op_t's; Adasum exists only so that scripts naming it get a
-# clear error rather than an AttributeError.
+# Values are tandem_op_t's.
 Sum = _dtypes.SUM
 Average = _dtypes.AVERAGE
 Min = _dtypes.MIN
 Max = _dtypes.MAX
 Product = _dtypes.PRODUCT
-Adasum = -1
-OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+Adasum = _dtypes.ADASUM
+OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product",
+            Adasum: "Adasum"}
 
 
 def invalid(message):
@@ -40,13 +40,29 @@ def resolve_op(op, average, what):
         return Average if average else Sum
     if op is None:
         return Average
-    if op == Adasum:
+    if op == Adasum and "reducescatter" in what:
         raise errors.make("TANDEM_ERR_UNSUPPORTED",
-                          "%s: Adasum is not implemented by Tandem; use Average or Sum" % what)
+                          "%s: Adasum combines whole tensors and has no reduce-scatter (nor "
+                          "has Horovod's); use Sum or Average" % what)
     if op not in OP_NAMES:
-        raise invalid("%s: op must be one of hvd.Sum, Average, Min, Max, Product; got %r"
-                      % (what, op))
+        raise invalid("%s: op must be one of hvd.Sum, Average, Min, Max, Product, Adasum; "
+                      "got %r" % (what, op))
     return op
+
+
+def check_adasum(size, process_set, global_set, on_gpu=False):
+    """Horovod's frontend rules for op=Adasum, with its exceptions and words
+    (its users catch NotImplementedError): the global process set only, a
+    power-of-two number of ranks. The engine checks the same again."""
+    if process_set != global_set:
+        raise NotImplementedError("Adasum does not support non-global process sets yet.")
+    if on_gpu:
+        raise errors.make("TANDEM_ERR_UNSUPPORTED",
+                          "allreduce with Adasum: Tandem runs Adasum on CPU tensors only; "
+                          "copy the tensor to the host (tensor.cpu()) for the allreduce")
+    if size <= 0 or size & (size - 1):
+        raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported "
+                                  "yet.")
 
 
 def groups_from(num_groups, groups):

@@ -43,11 +43,12 @@ from tandem.tensorflow.mpi_ops import (  # noqa: F401
 )
 
 
-def gpu_available():
-    """Horovod's meaning, "this framework's ops have a GPU path": False.
+def gpu_available(ext_base_name="tensorflow", verbose=False):
+    """Horovod's meaning, "this framework's ops have a GPU path" (Horovod's
+    argument names the framework; its tests pass 'tensorflow'): False, since
     tandem.tensorflow reduces tensors that live on a GPU through host memory
-    (TensorFlow copies them; docs/tensorflow.md). gpu_status() gives the
-    engine's own GPU answer (used by tandem.torch)."""
+    (TensorFlow copies them; docs/tensorflow.md). Ask horovod.torch about
+    torch. gpu_status() gives the engine's own GPU answer."""
     return False
 
 
@@ -250,6 +251,14 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     groups = _ops.groups_from(num_groups, groups)
     if is_legacy_optimizer(optimizer):
+        if op == Adasum:
+            # Horovod's is a delta optimizer (each rank steps, the steps are
+            # combined); reducing the gradients with Adasum would not be it.
+            raise _engine_errors.make("TANDEM_ERR_UNSUPPORTED",
+                                      "DistributedOptimizer(op=hvd.Adasum) for a tf.compat.v1 "
+                                      "optimizer is not implemented by Tandem; use "
+                                      "DistributedGradientTape(op=hvd.Adasum), or Adasum's "
+                                      "optimizer in horovod.torch")
         if backward_passes_per_step != 1:
             raise _engine_errors.make("TANDEM_ERR_UNSUPPORTED",
                                "DistributedOptimizer(backward_passes_per_step=%d) for a "

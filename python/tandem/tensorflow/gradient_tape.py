@@ -20,7 +20,7 @@ import zlib
 
 import tensorflow as tf
 
-from tandem import _arrays, _ops
+from tandem import _arrays, _basics, _ops
 from tandem import process_sets as _ps
 from tandem.tensorflow import _bridge, mpi_ops
 from tandem.tensorflow.compression import Compression
@@ -51,6 +51,8 @@ class GradientReducer:
                  gradient_predivide_factor=1.0, groups=None,
                  process_set=mpi_ops.global_process_set, name=None):
         self.op = _ops.resolve_op(op, None, "DistributedGradientTape")
+        if self.op == _ops.Adasum:
+            _ops.check_adasum(_basics.size(), process_set, mpi_ops.global_process_set)
         if gradient_predivide_factor != 1.0 and self.op != _ops.Average:
             raise ValueError("gradient_predivide_factor not supported with op != Average")
         if groups is not None and not (isinstance(groups, list) or
@@ -146,6 +148,9 @@ class GradientReducer:
         values and indices of each sparse gradient."""
         ps = _ps.ident(self.process_set, "DistributedGradientTape")
         op = self.op
+        if op == _ops.Adasum and sparse_in:
+            raise NotImplementedError("The Adasum reduction does not support sparse tensors; "
+                                      "pass sparse_as_dense=True")
         prescale, postscale = ((1.0 / self.predivide, self.predivide) if op == _ops.Average
                                else (1.0, 1.0))
         for t in dense_in:

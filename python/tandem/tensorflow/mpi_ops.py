@@ -84,6 +84,8 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     tensors and Horovod's Average default."""
     op = _ops.resolve_op(op, None, "allreduce")
     tensor = _bridge.check_tensor(tensor, "allreduce")
+    if op == Adasum:
+        _ops.check_adasum(_basics.size(), process_set, global_process_set)
     ps = _ps.ident(process_set, "allreduce")
     _check_reduction(tensor, op, "allreduce")
     prescale, postscale = float(prescale_factor), float(postscale_factor)
@@ -112,6 +114,8 @@ def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscal
     tensors = [_bridge.check_tensor(t, "grouped_allreduce") for t in tensors]
     if not tensors:
         return []
+    if op == Adasum:
+        _ops.check_adasum(_basics.size(), process_set, global_process_set)
     ps = _ps.ident(process_set, "grouped_allreduce")
     for t in tensors:
         _check_reduction(t, op, "grouped_allreduce")

@@ -226,7 +226,14 @@ class _Plan:
         return self.output
 
 
+def _check_adasum(op, tensors, process_set):
+    if op == _ops.Adasum:
+        _ops.check_adasum(_basics.size(), process_set, global_process_set,
+                          on_gpu=any(t.is_cuda for t in tensors))
+
+
 def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set):
+    _check_adasum(op, [tensor], process_set)
     ps = _ps.ident(process_set, "allreduce")
     plan = _Plan(tensor, output, op, prescale, postscale, process_set, "allreduce")
     rule = plan.rule
@@ -293,6 +300,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 # ------------------------------------------------------- grouped allreduce
 
 def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, process_set):
+    _check_adasum(op, tensors, process_set)
     ps = _ps.ident(process_set, "grouped_allreduce")
     plans = [_Plan(t, o, op, prescale, postscale, process_set, "grouped_allreduce")
              for t, o in zip(tensors, outputs)]

@@ -29,7 +29,7 @@ import warnings
 import torch
 
 from tandem import _basics, _ops, errors
-from tandem.torch import mpi_ops
+from tandem.torch import _parameter_names, adasum_optimizer, mpi_ops
 from tandem.torch.compression import Compression
 from tandem.torch.functions import broadcast_object
 
@@ -50,30 +50,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         super(self.__class__, self).__init__(params)
         self._compression = compression
 
-        if named_parameters is not None:
-            named_parameters = list(named_parameters)
-        else:
-            # The same on every rank: position in the optimizer's groups.
-            named_parameters = [("allreduce.noname.%d.%d" % (i, j), p)
-                                for i, group in enumerate(self.param_groups)
-                                for j, p in enumerate(group["params"])]
-        if any(not isinstance(item, tuple) or len(item) != 2 for item in named_parameters):
-            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                             "usually produced by model.named_parameters()")
-        names = [name for name, _ in named_parameters]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError("Parameter names in named_parameters must be unique. Found "
-                             "duplicates: %s" % ", ".join(duplicates))
-        named_ids = {id(p) for _, p in named_parameters}
-        unnamed = [p for group in self.param_groups for p in group["params"]
-                   if id(p) not in named_ids]
-        if unnamed:
-            raise ValueError("named_parameters was specified, but %d of the optimizer's "
-                             "parameters were not named: pass model.named_parameters() of the "
-                             "model whose parameters the optimizer holds" % len(unnamed))
-
-        ordered = sorted(named_parameters, key=lambda item: item[0])
+        ordered = _parameter_names.named_in_order(self.param_groups, named_parameters)
         self._parameter_names = {p: name for name, p in ordered}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {p: backward_passes_per_step for _, p in ordered}
@@ -324,9 +301,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if backward_passes_per_step <= 0:
         raise ValueError("backward_passes_per_step must be > 0")
     if op == mpi_ops.Adasum and _basics.size() > 1:
-        raise errors.make("TANDEM_ERR_UNSUPPORTED",
-                          "DistributedOptimizer(op=hvd.Adasum): Adasum is not implemented by "
-                          "Tandem; use op=hvd.Average (or hvd.Sum)")
+        return adasum_optimizer.wrap(optimizer, named_parameters, compression,
+                                     backward_passes_per_step, process_set)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,

@@ -572,8 +572,16 @@ def errors_then_next_call_works():
     _expect_error(te.InvalidArgumentError, lambda: hvd.allreduce([1.0, 2.0]), "not a tensor")
     _expect_error(te.UnsupportedError, lambda: hvd.allreduce(torch.ones(2, device="meta")),
                   "a tensor the engine cannot reach", contains=("meta",))
-    _expect_error(te.UnsupportedError, lambda: hvd.allreduce(torch.ones(2), op=hvd.Adasum),
-                  "Adasum")
+    if size & (size - 1):
+        _expect_error(NotImplementedError,
+                      lambda: hvd.allreduce(torch.ones(2), op=hvd.Adasum),
+                      "Adasum on a non-power-of-two world", contains=("power of 2",))
+    else:  # equal tensors: Adasum gives the tensor back
+        expect(hvd.allreduce(torch.full((2,), 3.0), op=hvd.Adasum), torch.full((2,), 3.0),
+               "Adasum of equal tensors")
+        _expect_error(te.InvalidArgumentError,
+                      lambda: hvd.allreduce(torch.ones(2, dtype=torch.int32), op=hvd.Adasum),
+                      "Adasum of integers", contains=("floating-point",))
     _expect_error(te.InvalidArgumentError, lambda: hvd.poll(123456789), "bad handle")
     assert hvd.synchronize(123456789) is None  # as Horovod's synchronize
     expect(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full((3,), float(size)),

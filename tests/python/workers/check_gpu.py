@@ -154,6 +154,38 @@ def every_collective_on_a_cuda_tensor_is_refused_then_cpu_works():
         expect_equal(call(mine.clone(), name), want, kind + " on the CPU after the refusal")
 
 
+def expect_adasum_refused(fn, what):
+    """Adasum on a CUDA tensor: Tandem has no GPU Adasum, whether or not the
+    GPU path is usable; the error says to copy the tensor to the host."""
+    unsupported = type(errors.make("TANDEM_ERR_UNSUPPORTED", ""))
+    try:
+        fn()
+    except unsupported as exc:
+        assert "CPU tensors only" in str(exc), "%s: %s" % (what, exc)
+        return
+    raise AssertionError("%s: Adasum on a CUDA tensor was not refused" % what)
+
+
+def adasum_refused_then_cpu_works(cuda_tensor):
+    expect_adasum_refused(lambda: hvd.allreduce(cuda_tensor, op=hvd.Adasum), "allreduce")
+    # The engine's own rule, for callers below the frontends: device 0 (a
+    # host buffer here: refused before anything reads it).
+    x = contribution(hvd.rank())
+    buf = _collectives.Buffer(x.data_ptr(), _dtypes.FLOAT32, x.shape, device=0, stream=0)
+    expect_adasum_refused(lambda: _collectives.allreduce("raw.adasum", buf, x.data_ptr(),
+                                                         _dtypes.ADASUM, 1.0, 1.0).wait(),
+                          "raw allreduce device=0")
+    if hvd.size() & (hvd.size() - 1) == 0:
+        same = torch.full((4,), 2.0)
+        expect_equal(hvd.allreduce(same, op=hvd.Adasum, name="adasum.cpu"), same,
+                     "Adasum on the CPU after the refusal")
+
+
+@check("refusal")
+def adasum_on_a_cuda_tensor_is_refused():
+    adasum_refused_then_cpu_works(fake(contribution(hvd.rank())))
+
+
 @check("refusal")
 def distributed_optimizer_with_cuda_gradients_is_refused_then_cpu_works():
     w = torch.nn.Parameter(torch.zeros(4))
@@ -214,6 +246,11 @@ def allreduce_on_cuda():
         got.add_(1)
     torch.cuda.synchronize()
     expect_equal(got, summed(1 << 20) * 2 + 1, "allreduce on a side stream")
+
+
+@check("cuda")
+def adasum_on_cuda_is_refused():
+    adasum_refused_then_cpu_works(on_gpu(contribution(hvd.rank())))
 
 
 @check("cuda")

@@ -770,9 +770,14 @@ def errors_then_next_call_works():
         _expect_error(te.InvalidArgumentError,
                       lambda: in_mode(mode, lambda: hvd.allreduce(tf.constant(["a"]))),
                       "strings", contains=("string",))
-        _expect_error(te.UnsupportedError,
-                      lambda: in_mode(mode, lambda: hvd.allreduce(tf.ones(2), op=hvd.Adasum)),
-                      "Adasum")
+        if size & (size - 1):
+            _expect_error(NotImplementedError,
+                          lambda: in_mode(mode, lambda: hvd.allreduce(tf.ones(2),
+                                                                      op=hvd.Adasum)),
+                          "Adasum on a non-power-of-two world", contains=("power of 2",))
+        else:  # equal tensors: Adasum gives the tensor back
+            expect(in_mode(mode, lambda: hvd.allreduce(tf.fill([2], 3.0), op=hvd.Adasum)),
+                   tf.fill([2], 3.0), "Adasum of equal tensors")
         _expect_error(te.InvalidArgumentError,
                       lambda: in_mode(mode, lambda: hvd.allreduce(tf.ones(2),
                                                                   process_set=[0])),
