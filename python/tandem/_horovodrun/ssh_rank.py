@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 # Horovod's launcher passes its whole environment to the ranks but these
-# (horovod/runner/common/util/env.py); prefixes and suffixes as it matches them.
+# (its IGNORE_REGEXES, in horovod.runner.common.util.env), matched as it matches them.
 _NOT_FORWARDED_PREFIXES = ("BASH_FUNC_",)
 _NOT_FORWARDED = ("OLDPWD", "HOROVOD_SECRET_KEY")
 _NOT_FORWARDED_SUFFIXES = ("CUDA_VISIBLE_DEVICES",)
