@@ -13,6 +13,8 @@ packages=(
   clang-format
   # local cluster and end-to-end tests
   slurmctld slurmd slurm-client munge hwloc iproute2 util-linux procps
+  # horovodrun across hosts over ssh (tests/e2e/test_horovodrun_ssh.py)
+  openssh-server openssh-client
   # comparisons in the benchmarks, python API and examples
   openmpi-bin libopenmpi-dev python3 python3-pytest python3-numpy python3-torch
   # packages (contrib/package/): the .deb and its install test, the RPM, the module

@@ -91,7 +91,7 @@ def _value_args(row, table):
 def test_each_refused_flag_stops_with_its_message(table, horovodrun, py_env, tmp_path):
     marker = tmp_path / "ran"
     refused = [(o, f) for f in table.FLAGS if f.refused for o in f.options]
-    assert len(refused) >= 20
+    assert len(refused) >= 18
     for option, row in refused:
         r = subprocess.run([horovodrun, option, *_value_args(row, table), "-np", "1", "touch",
                             str(marker)], capture_output=True, text=True, timeout=60,
@@ -194,11 +194,68 @@ def test_check_build_tells_the_truth(horovodrun, py_env):
     assert "NCCL: %s" % ("usable" if nccl else "not usable") in r.stdout
 
 
-def test_outside_slurm_a_remote_host_is_refused(horovodrun, py_env):
-    r = subprocess.run([horovodrun, "-np", "2", "-H", "elsewhere.invalid:2", "true"],
-                       capture_output=True, text=True, timeout=60, env=env_outside_slurm(py_env))
-    assert r.returncode == 2
-    assert "host elsewhere.invalid is not this host" in r.stderr
+def test_outside_slurm_a_host_that_does_not_resolve_is_named(horovodrun, py_env, tmp_path):
+    marker = tmp_path / "ran"
+    r = subprocess.run([horovodrun, "-np", "3", "-H", "localhost:1,elsewhere.invalid:2", "touch",
+                        str(marker)], capture_output=True, text=True, timeout=60,
+                       env=env_outside_slurm(py_env))
+    assert r.returncode == 2, r.stderr
+    assert "these hosts cannot be reached:" in r.stderr, r.stderr
+    assert "tools:   elsewhere.invalid: the name does not resolve" in r.stderr, r.stderr
+    assert not marker.exists()
+
+
+def test_ssh_flags_without_an_ssh_session_are_refused(horovodrun, py_env, tmp_path):
+    """-p and -i apply to other hosts' ranks: on this host alone, or
+    inside an allocation, they are refused, not ignored."""
+    key = tmp_path / "key"
+    key.write_text("")
+    for flag in (["-p", "2222"], ["--ssh-identity-file", str(key)]):
+        r = subprocess.run([horovodrun, *flag, "-np", "1", "-H", "localhost:1", "true"],
+                           capture_output=True, text=True, timeout=60,
+                           env=env_outside_slurm(py_env))
+        assert r.returncode == 2, r.stderr
+        assert ("horovodrun ERROR tools: %s: every rank of this job runs on this host, so no "
+                "ssh session starts; drop the flag" % flag[0]) in r.stderr, r.stderr
+    env = fake_slurm(tmp_path, py_env, ["node1", "node2"], "2(x2)")
+    r = subprocess.run([horovodrun, "-p", "2222", "-np", "2", "true"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 2, r.stderr
+    assert ("-p: inside a Slurm allocation srun starts every rank, so no ssh session starts"
+            in r.stderr), r.stderr
+
+
+def test_bad_ssh_values_are_refused(horovodrun, py_env, tmp_path):
+    for flag, said in ((["-p", "70000"], "--ssh-port 70000: expected a TCP port, 1 to 65535"),
+                       (["-i", str(tmp_path / "nokey")], "--ssh-identity-file %s: no such file"
+                        % (tmp_path / "nokey"))):
+        r = subprocess.run([horovodrun, *flag, "-np", "2", "-H", "elsewhere.invalid:2", "true"],
+                           capture_output=True, text=True, timeout=60,
+                           env=env_outside_slurm(py_env))
+        assert r.returncode == 2 and said in r.stderr, (flag, r.stderr)
+
+
+def test_ssh_rank_places_and_forwards_as_horovod(build_dir, monkeypatch):
+    """The launcher's side of one remote rank: -H's layout in Horovod's
+    variables, Horovod's excluded names left out, the store's address on
+    the route to the host."""
+    sys.path.insert(0, str(build_dir / "python" / "tandem" / "_horovodrun"))
+    import ssh_rank
+    hosts = [("127.0.0.2", 2), ("hostb", 3)]
+    assert [ssh_rank.place(hosts, r) for r in range(5)] == [
+        ("127.0.0.2", 0, 2, 0, 2), ("127.0.0.2", 1, 2, 0, 2), ("hostb", 0, 3, 1, 2),
+        ("hostb", 1, 3, 1, 2), ("hostb", 2, 3, 1, 2)]
+    environ = {"TANDEM_RANK": "1", "TANDEM_RENDEZVOUS_ADDR": "127.0.0.1:4242", "KEEP": "x",
+               "OLDPWD": "/", "BASH_FUNC_f%%": "()", "CUDA_VISIBLE_DEVICES": "0",
+               "HOROVOD_SECRET_KEY": "s"}
+    env, host = ssh_rank.rank_environment(environ, hosts, set())
+    assert host == "127.0.0.2"
+    assert env["TANDEM_RENDEZVOUS_ADDR"] == "127.0.0.1:4242"  # the route to 127.0.0.2 is lo
+    assert env["KEEP"] == "x" and env["PYTHONUNBUFFERED"] == "1"
+    assert not {"OLDPWD", "BASH_FUNC_f%%", "CUDA_VISIBLE_DEVICES", "HOROVOD_SECRET_KEY"} & set(env)
+    assert (env["HOROVOD_HOSTNAME"], env["HOROVOD_LOCAL_RANK"], env["HOROVOD_LOCAL_SIZE"],
+            env["HOROVOD_CROSS_RANK"], env["HOROVOD_CROSS_SIZE"]) == ("127.0.0.2", "1", "2", "0",
+                                                                      "2")
 
 
 def test_version(horovodrun, py_env):

@@ -40,8 +40,6 @@ class Flag:
         return (longs or list(self.options))[0]
 
 
-_NO_SSH = ("Tandem's horovodrun starts no ssh session (srun inside an allocation, tandem-run "
-           "on this host), so there is no ssh setting to apply; drop the flag")
 _NO_AUTOTUNE = ("Tandem has no autotuner; drop the flag and set the tuned values yourself "
                 "(--fusion-threshold-mb, --cycle-time-ms)")
 _ELASTIC = ("Tandem's elastic jobs (docs/elastic.md) take their hosts from the allocation and "
@@ -67,8 +65,10 @@ FLAGS = [
     Flag(["--verbose"], "verbose", TRUE, honoured="says what Tandem runs; srun --horovod=verbose"),
     Flag(["--config-file"], "config_file", STORE, honoured="Horovod's YAML parameters, "
          "flags given on the command line win"),
-    Flag(["-p", "--ssh-port"], "ssh_port", STORE, type=int, refused=_NO_SSH),
-    Flag(["-i", "--ssh-identity-file"], "ssh_identity_file", STORE, refused=_NO_SSH),
+    Flag(["-p", "--ssh-port"], "ssh_port", STORE, type=int, honoured="ssh's port on -H's "
+         "other hosts (outside an allocation, where their ranks start over ssh)"),
+    Flag(["-i", "--ssh-identity-file"], "ssh_identity_file", STORE, honoured="the key ssh logs "
+         "in with on -H's other hosts (outside an allocation)"),
     Flag(["--fusion-threshold-mb"], "fusion_threshold_mb", STORE, type=int,
          honoured="HOROVOD_FUSION_THRESHOLD (bytes)"),
     Flag(["--cycle-time-ms"], "cycle_time_ms", STORE, type=float, honoured="HOROVOD_CYCLE_TIME"),
@@ -211,8 +211,8 @@ def parser():
     """argparse over FLAGS, with Horovod's spellings, destinations and types."""
     p = argparse.ArgumentParser(
         prog="horovodrun", description="Horovod's horovodrun on Tandem: one srun "
-        "--horovod=on step inside a Slurm allocation, tandem-run on this host outside one "
-        "(man horovodrun, docs/launchers.md).")
+        "--horovod=on step inside a Slurm allocation; outside one, tandem-run on this host, "
+        "with the ranks of -H's other hosts over ssh (man horovodrun, docs/launchers.md).")
     for row in FLAGS:
         kwargs = {"dest": row.dest, "row": row, "action": _Given, "default": None,
                   "help": row.honoured or ("refused: " + row.refused)}

@@ -1,30 +1,19 @@
-"""Outside Slurm: the ranks on this host, started by tandem-run.
+"""Outside Slurm: where the ranks go, and tandem-run on this host.
 
 tandem-run is Tandem's one launcher for a host (the TCP store with a fresh
 token, the identity variables, a failed rank or a signal ending every rank:
-docs/bootstrap.md); horovodrun only gives it -np and the command. A host in
--H that is not this one is refused: starting ranks on other hosts over ssh
-is not provided, and inside an allocation srun reaches them instead.
+docs/bootstrap.md). When every host of -H is this one, horovodrun only gives
+it -np and the command; when some are not, it still runs the job, and ssh.py
+carries those ranks to their hosts.
 """
 
 from tandem._horovodrun import hosts as hostlist
 
 
-class LocalError(ValueError):
-    pass
-
-
-def check_local(host_slots, np):
-    """The ranks placed on this host; an error naming a remote host."""
+def placement(host_slots, np):
+    """[(host, ranks on it)]: -H's hosts filled in order, or all here."""
     if host_slots is None:
         return [("localhost", np)]
-    local = hostlist.local_names()
-    for host, _ in host_slots:
-        if host not in local and host.split(".")[0] not in local:
-            raise LocalError(
-                "-H: host %s is not this host; outside a Slurm allocation horovodrun starts "
-                "ranks on this host only (no ssh launch). Run it inside salloc or sbatch, where "
-                "the ranks go to the allocation's nodes, or use srun --horovod=on" % host)
     return hostlist.assign(host_slots, np)
 
 

@@ -20,7 +20,7 @@ import sys
 
 from tandem import _log
 from tandem._horovodrun import check_build, config_file, environment, flags, hosts, local
-from tandem._horovodrun import output, slurm
+from tandem._horovodrun import output, slurm, ssh
 
 PROGRAM = "horovodrun"
 USAGE_ERROR = 2
@@ -92,6 +92,16 @@ def _describe(args, launcher, elastic):
             _verbose("%s: %s" % (name, row.honoured))
 
 
+def _check_ssh_flags(args, why_no_ssh):
+    """-p and -i apply to the ssh sessions to other hosts; where there are
+    none (`why_no_ssh` says why) they are refused, not ignored."""
+    if not why_no_ssh:
+        return
+    for name, row in args.given:
+        if row.dest in ("ssh_port", "ssh_identity_file"):
+            raise _Refused("%s: %s, so no ssh session starts; drop the flag" % (name, why_no_ssh))
+
+
 def _pdeathsig():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -154,6 +164,7 @@ def run(args, tandem_run, environ=os.environ):
     env.update(extra)
     cleanup = []
     if slurm.in_allocation(environ):
+        _check_ssh_flags(args, "inside a Slurm allocation srun starts every rank")
         launcher = "srun"
         placed = slurm.placement(host_slots, np, environ)
         mode = "elastic" if elastic else ("verbose" if args.verbose else "on")
@@ -169,8 +180,24 @@ def run(args, tandem_run, environ=os.environ):
         cleanup += [step_env["SLURM_HOSTFILE"]] if "SLURM_HOSTFILE" in step_env else []
     else:
         launcher = "tandem-run"
-        local.check_local(host_slots, np)
-        argv = local.tandem_run_command(tandem_run, np, elastic, args.command)
+        placed = local.placement(host_slots, np)
+        remote = ssh.remote_hosts(placed)
+        _check_ssh_flags(args, "every rank of this job runs on this host" if not remote else None)
+        if remote:
+            if elastic:
+                raise _Refused("--min-np with hosts other than this one (%s): an elastic job "
+                               "across hosts runs inside an allocation (srun "
+                               "--horovod=elastic); outside one it runs on this host only"
+                               % ",".join(remote))
+            ssh.check_options(args.ssh_port, args.ssh_identity_file)
+            ssh.check_hosts(remote, args.ssh_port, args.ssh_identity_file)
+            argv = ssh.tandem_run_command(tandem_run, np, placed, args.ssh_port,
+                                          args.ssh_identity_file, args.command)
+            if args.verbose:
+                _verbose("over ssh: the ranks on %s (the store here, at this host's address on "
+                         "the route to each)" % ",".join(remote))
+        else:
+            argv = local.tandem_run_command(tandem_run, np, elastic, args.command)
     if args.verbose:
         _describe(args, launcher, elastic)
         for k in sorted(extra):
@@ -196,7 +223,7 @@ def main(argv=None, tandem_run="tandem-run"):
     try:
         return run(parse(argv), tandem_run)
     except (_Refused, config_file.ConfigError, environment.EnvError, hosts.HostsError,
-            slurm.SlurmError, local.LocalError) as exc:
+            slurm.SlurmError, ssh.SshError) as exc:
         for line in str(exc).splitlines():
             log.error("%s", line)
         return USAGE_ERROR
