@@ -9,6 +9,7 @@ subnet."""
 
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -30,7 +31,9 @@ def mpirun_job(cluster, python, forward):
     batch = cluster.sbatch(script, ["-N", "2", "--ntasks-per-node=2", "-w", "node1,node2"],
                            env={"PYTHONPATH": None, "TANDEM_LIBRARY": None}, timeout=120)
     assert batch.state == "COMPLETED", f"{batch}"
-    lines = sorted((json.loads(x) for x in batch.output.splitlines() if x.startswith("{")),
+    # Open MPI forwards each rank's output in chunks, and two ranks' lines can
+    # meet on one line of the job's output: read the (flat) objects wherever.
+    lines = sorted((json.loads(x) for x in re.findall(r"\{[^{}]*\}", batch.output)),
                    key=lambda d: d["rank"])
     got = [(d["rank"], d["local_rank"], d["cross_rank"], d["host"]) for d in lines]
     assert got == EXPECTED, batch.output + batch.stderr
