@@ -130,10 +130,12 @@ Options parse(int argc, char** argv) {
 
 void must(tandem_result_t rc, const char* what) {
   if (rc == TANDEM_SUCCESS) return;
+  // Read before tandem_rank(), which sets its own message when init failed.
+  const std::string why = tandem_last_error();
   int rank = -1;
   tandem_rank(&rank);
   TANDEM_ERROR(tools, "rank %d: %s failed: %s: %s", rank, what, tandem_result_name(rc),
-               tandem_last_error());
+               why.c_str());
   std::exit(3);
 }
 

@@ -95,6 +95,20 @@ std::vector<std::vector<int>> ranks_by_node(const Identity& id) {
   return nodes;
 }
 
+// The nodes that have a k-th local rank, in the order of those ranks: the
+// order of the transport joining them, as transports take their members
+// ascending. Node ids need not follow rank order (PMIX_NODEID numbers the
+// allocation's nodes, and a hostfile may put rank 0 on any of them; cyclic
+// and arbitrary placements interleave the nodes' ranks), so node i is not
+// in general the transport's rank i.
+std::vector<int> nodes_in_rank_order(const std::vector<std::vector<int>>& nodes, int k) {
+  std::vector<int> out;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    if (k < static_cast<int>(nodes[n].size())) out.push_back(static_cast<int>(n));
+  std::sort(out.begin(), out.end(), [&](int a, int b) { return nodes[a][k] < nodes[b][k]; });
+  return out;
+}
+
 }  // namespace
 
 CommunicatorOptions CommunicatorOptions::from_environment() {
@@ -131,12 +145,12 @@ Communicator::Communicator(std::unique_ptr<Bootstrap> bootstrap, TransportFactor
       throw UnsupportedError("the job spans " + std::to_string(id_.cross_size) +
                              " nodes but this build has no transport between nodes");
     nodes_ = ranks_by_node(id_);
-    const auto& nodes = nodes_;
+    for (const auto& node : nodes_)
+      if (node.size() != nodes_[0].size()) uniform_ = false;
+    cross_nodes_ = nodes_in_rank_order(nodes_, id_.local_rank);
+    leader_nodes_ = nodes_in_rank_order(nodes_, 0);
     std::vector<int> group;
-    for (const auto& node : nodes) {
-      if (node.size() != nodes[0].size()) uniform_ = false;
-      if (id_.local_rank < static_cast<int>(node.size())) group.push_back(node[id_.local_rank]);
-    }
+    for (int node : cross_nodes_) group.push_back(nodes_[node][id_.local_rank]);
     const int index =
         static_cast<int>(std::find(group.begin(), group.end(), id_.rank) - group.begin());
     cross_ = connect_(*bootstrap_, group, options_.timeout,
@@ -405,10 +419,15 @@ void Communicator::hierarchical_broadcast(void* buf, size_t bytes, int root) {
   const auto& rn = nodes_.at(root_node);
   const int root_local = static_cast<int>(std::find(rn.begin(), rn.end(), root) - rn.begin());
   const bool root_here = id_.cross_rank == root_node;
+  // The root node's rank in this rank's transport across nodes (used only
+  // where that transport joins every node: the local rank 0s', or any local
+  // rank's when the nodes are even).
+  const int cross_root = static_cast<int>(
+      std::find(cross_nodes_.begin(), cross_nodes_.end(), root_node) - cross_nodes_.begin());
   char* data = static_cast<char*>(buf);
   if (root_here) shm_->broadcast(buf, bytes, root_local);
   if (!uniform_) {
-    if (id_.local_rank == 0) tandem::broadcast(*cross_, buf, bytes, root_node);
+    if (id_.local_rank == 0) tandem::broadcast(*cross_, buf, bytes, cross_root);
     if (!root_here) shm_->broadcast(buf, bytes, 0);
     return;
   }
@@ -422,7 +441,7 @@ void Communicator::hierarchical_broadcast(void* buf, size_t bytes, int root) {
   }
   const size_t mine = std::min(bytes, per * id_.local_rank);
   if (slice[id_.local_rank])
-    tandem::broadcast(*cross_, data + mine, slice[id_.local_rank], root_node);
+    tandem::broadcast(*cross_, data + mine, slice[id_.local_rank], cross_root);
   if (!root_here) shm_->allgatherv(data + mine, data, slice);
 }
 
@@ -449,8 +468,9 @@ void Communicator::allgatherv(const void* send, size_t send_count, void* recv,
 
 // The node gathers its ranks' blocks over shm into its node block, the local
 // rank 0s exchange node blocks across nodes, and each node shares the other
-// nodes' blocks over shm. The blocks travel in node-major order (node 0's
-// ranks, then node 1's); when the world's rank order differs (cyclic
+// nodes' blocks over shm. The blocks travel node by node, the nodes in the
+// order of the local rank 0s' transport (leader_nodes_), each node's ranks
+// ascending; when the world's rank order differs (cyclic or arbitrary
 // placement) they are gathered in a scratch buffer and put in rank order at
 // the end.
 void Communicator::hierarchical_allgatherv(const void* send, void* recv,
@@ -461,7 +481,7 @@ void Communicator::hierarchical_allgatherv(const void* send, void* recv,
   bool node_major = true;  // world order == node-major order
   std::vector<size_t> at(id_.size), node_bytes(nodes_.size(), 0), node_at(nodes_.size(), 0);
   size_t pos = 0;
-  for (size_t k = 0; k < nodes_.size(); ++k) {
+  for (int k : leader_nodes_) {
     node_at[k] = pos;
     for (int r : nodes_[k]) {
       at[r] = pos;
@@ -476,7 +496,11 @@ void Communicator::hierarchical_allgatherv(const void* send, void* recv,
   std::vector<size_t> local(nodes_[me].size());
   for (size_t j = 0; j < local.size(); ++j) local[j] = bytes[nodes_[me][j]];
   shm_->allgatherv(send, out + node_at[me], local);
-  if (id_.local_rank == 0) tandem::allgatherv(*cross_, out + node_at[me], out, node_bytes);
+  if (id_.local_rank == 0) {
+    std::vector<size_t> in_order;  // the blocks as the leaders' transport numbers them
+    for (int k : leader_nodes_) in_order.push_back(node_bytes[k]);
+    tandem::allgatherv(*cross_, out + node_at[me], out, in_order);
+  }
   // This node's block is everywhere already: share what lies before and after.
   if (node_at[me] > 0) shm_->broadcast(out, node_at[me], 0);
   const size_t after = node_at[me] + node_bytes[me];

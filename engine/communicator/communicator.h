@@ -175,6 +175,8 @@ class Communicator {
   std::vector<std::vector<int>> nodes_;          // world ranks of each node, ascending
   std::unique_ptr<Transport> cross_;             // same local rank on every node
   std::unique_ptr<Bootstrap> node_bootstrap_;    // one node: world_'s set-up (node_bootstrap.h)
+  std::vector<int> cross_nodes_;                 // node of each of cross_'s ranks, in its order
+  std::vector<int> leader_nodes_;                // the same for the local rank 0s' cross_
   std::unique_ptr<Transport> world_;             // every rank, on first use
   std::atomic<Transport*> world_seen_{nullptr};  // world_, for traffic() from other threads
   std::mutex poison_mu_;

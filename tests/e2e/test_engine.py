@@ -40,3 +40,17 @@ def test_bench_in_place_two_per_node(cluster):
     out = bench(cluster, "-N", "3", "-n", "6", "--ntasks-per-node=2", in_place=True)
     assert "6 ranks on 3 node(s), 2 local; private buffers, in place" in out
     assert "FAIL" not in out
+
+
+@pytest.mark.parametrize("layout", [
+    # What horovodrun -H node2:1,node1:2 runs: rank 0 on the second node, so
+    # the launcher's node ids (PMIX_NODEID) are not in rank order.
+    ["-n", "3", "-m", "arbitrary", "-w", "node2,node1,node1"],
+    # Each node's second rank out of node order.
+    ["-n", "4", "-m", "arbitrary", "-w", "node1,node2,node2,node1"],
+    ["-n", "4", "-m", "cyclic"],
+], ids=["rank0_on_node2", "interleaved", "cyclic"])
+def test_bench_ranks_out_of_node_order(cluster, layout):
+    out = bench(cluster, "-N", "2", *layout)
+    assert f"{layout[1]} ranks on 2 node(s)" in out
+    assert "FAIL" not in out

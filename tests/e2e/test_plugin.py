@@ -63,6 +63,21 @@ def test_six_tasks_cyclic(cluster):
     assert [e["PMIX_RANK"] for e in envs] == [str(r) for r in range(6)]
 
 
+def test_four_tasks_arbitrary_rank0_on_node2(cluster):
+    # A hostlist that starts on the allocation's second node (as horovodrun
+    # -H node2:...,node1:... gives) and interleaves the nodes' ranks. Local
+    # ranks follow rank order on each node; cross ranks are Slurm's node ids.
+    envs = cluster.task_envs("-N", "2", "-n", "4", "-m", "arbitrary",
+                             "-w", "node2,node1,node1,node2", "--horovod=on")
+    assert [identity(e) for e in envs] == [
+        (0, 4, 0, 2, 1, 2, "node2"),
+        (1, 4, 0, 2, 0, 2, "node1"),
+        (2, 4, 1, 2, 0, 2, "node1"),
+        (3, 4, 1, 2, 1, 2, "node2"),
+    ]
+    assert [e["PMIX_RANK"] for e in envs] == [str(r) for r in range(4)]
+
+
 def test_no_option_changes_nothing(cluster):
     user = {"LD_PRELOAD": LIBM, "PYTHONPATH": "/user/py"}
     envs = cluster.task_envs("-N", "2", "-n", "2", env=user)

@@ -120,8 +120,15 @@ std::unique_ptr<Transport> connect_memory(const std::shared_ptr<MemoryNetwork>& 
                                           std::chrono::milliseconds timeout) {
   const int me = bootstrap.identity().rank;
   int index = -1;
-  for (size_t i = 0; i < members.size(); ++i)
+  for (size_t i = 0; i < members.size(); ++i) {
+    // Held to connect_tcp's rule, so that what passes here passes over TCP.
+    if (i > 0 && members[i] <= members[i - 1])
+      throw InvalidArgument("connect_memory on world rank " + std::to_string(me) +
+                            ": members must be ascending and distinct, got " +
+                            std::to_string(members[i - 1]) + " before " +
+                            std::to_string(members[i]));
     if (members[i] == me) index = static_cast<int>(i);
+  }
   if (index < 0)
     throw InvalidArgument("connect_memory: rank " + std::to_string(me) + " is not in its group");
   const uint64_t conn = network->next_connection(me);

@@ -17,8 +17,8 @@ class MemoryNetwork;  // shared by the threads of one test world
 std::shared_ptr<MemoryNetwork> make_memory_network();
 
 // Same contract as connect_tcp (tcp/tcp_transport.h): collective over the
-// world, each rank passes the group it belongs to; rank i of the result is
-// members[i]. recv() waits at most `timeout`.
+// world, each rank passes the group it belongs to (world ranks, ascending);
+// rank i of the result is members[i]. recv() waits at most `timeout`.
 std::unique_ptr<Transport> connect_memory(const std::shared_ptr<MemoryNetwork>& network,
                                           Bootstrap& bootstrap, const std::vector<int>& members,
                                           std::chrono::milliseconds timeout);

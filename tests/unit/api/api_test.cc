@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -122,17 +123,27 @@ int free_port() {
 // API call failed with rc.
 // ready_fd: where a rank writes one byte once it loops on the collective the
 // victim's death must interrupt.
-int job_rank(int rank, int size, const std::vector<int>& per_node, int victim, int ready_fd) {
-  int node = 0, first = 0;
-  while (rank >= first + per_node[node]) first += per_node[node++];
+// node_of_rank: each rank's fake node (any order, any interleaving).
+int job_rank(int rank, const std::vector<int>& node_of_rank, int victim, int ready_fd) {
+  const int size = static_cast<int>(node_of_rank.size());
+  const int node = node_of_rank[rank];
   setenv("TANDEM_RANK", std::to_string(rank).c_str(), 1);
   setenv("TANDEM_SIZE", std::to_string(size).c_str(), 1);
   setenv("TANDEM_NODE_NAME", ("fake-node-" + std::to_string(node)).c_str(), 1);
   if (tandem_init() != TANDEM_SUCCESS) return 20 + TANDEM_ERR_BOOTSTRAP;
-  int cross = -1, local = -1;
+  // Horovod's local rank: the index among this node's ranks, in rank order.
+  int want_local_rank = 0, want_local_size = 0;
+  for (int r = 0; r < size; ++r) {
+    if (node_of_rank[r] != node) continue;
+    if (r < rank) ++want_local_rank;
+    ++want_local_size;
+  }
+  const int nodes = *std::max_element(node_of_rank.begin(), node_of_rank.end()) + 1;
+  int cross = -1, local = -1, local_rank = -1;
   tandem_cross_size(&cross);
   tandem_local_size(&local);
-  if (cross != static_cast<int>(per_node.size()) || local != per_node[node]) return 10;
+  tandem_local_rank(&local_rank);
+  if (cross != nodes || local != want_local_size || local_rank != want_local_rank) return 10;
   const size_t count = (1 << 20) + 3;
   std::vector<float> buf(count);
   for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>((rank + 1) * (i % 5));
@@ -169,10 +180,10 @@ int job_rank(int rank, int size, const std::vector<int>& per_node, int victim, i
   return 0;
 }
 
-// Runs a job of forked ranks; returns each rank's exit code (-1: hung).
-std::vector<int> run_job(const std::vector<int>& per_node, int victim = -1) {
-  int size = 0;
-  for (int n : per_node) size += n;
+// Runs a job of forked ranks, rank r on fake node node_of_rank[r]; returns
+// each rank's exit code (-1: hung).
+std::vector<int> run_placed_job(const std::vector<int>& node_of_rank, int victim = -1) {
+  const int size = static_cast<int>(node_of_rank.size());
   clear_launch_environment();
   const std::string addr = "127.0.0.1:" + std::to_string(free_port());
   setenv("TANDEM_RENDEZVOUS_ADDR", addr.c_str(), 1);
@@ -183,7 +194,7 @@ std::vector<int> run_job(const std::vector<int>& per_node, int victim = -1) {
   std::vector<pid_t> pids;
   for (int r = 0; r < size; ++r) {
     const pid_t pid = fork();
-    if (pid == 0) _exit(job_rank(r, size, per_node, victim, ready[1]));
+    if (pid == 0) _exit(job_rank(r, node_of_rank, victim, ready[1]));
     pids.push_back(pid);
   }
   close(ready[1]);
@@ -222,6 +233,14 @@ std::vector<int> run_job(const std::vector<int>& per_node, int victim = -1) {
   return codes;
 }
 
+// Block placement: per_node[k] consecutive ranks on node k.
+std::vector<int> run_job(const std::vector<int>& per_node, int victim = -1) {
+  std::vector<int> node_of_rank;
+  for (size_t k = 0; k < per_node.size(); ++k)
+    node_of_rank.insert(node_of_rank.end(), per_node[k], static_cast<int>(k));
+  return run_placed_job(node_of_rank, victim);
+}
+
 TEST(ApiJob, TwoNodesOfThreeOverTcp) {
   const auto codes = run_job({3, 3});
   for (size_t r = 0; r < codes.size(); ++r) EXPECT_EQ(codes[r], 0) << "rank " << r;
@@ -230,6 +249,21 @@ TEST(ApiJob, TwoNodesOfThreeOverTcp) {
 TEST(ApiJob, UnevenNodesOverTcp) {
   const auto codes = run_job({3, 1});
   for (size_t r = 0; r < codes.size(); ++r) EXPECT_EQ(codes[r], 0) << "rank " << r;
+}
+
+// Nodes whose ranks interleave (srun --distribution=cyclic, or arbitrary
+// with a hostfile): the groups across nodes must still connect over TCP,
+// and local ranks follow rank order on each node.
+TEST(ApiJob, CyclicAndInterleavedPlacementsOverTcp) {
+  for (const std::vector<int>& placement :
+       {std::vector<int>{0, 1, 0, 1}, std::vector<int>{0, 1, 1, 0}, std::vector<int>{1, 0, 0},
+        std::vector<int>{0, 1, 2, 2, 1, 0}}) {
+    std::string name;
+    for (int n : placement) name += std::to_string(n);
+    const auto codes = run_placed_job(placement);
+    for (size_t r = 0; r < codes.size(); ++r)
+      EXPECT_EQ(codes[r], 0) << "placement " << name << ", rank " << r;
+  }
 }
 
 TEST(ApiJob, OneNodeOfFour) {

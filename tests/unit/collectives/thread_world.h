@@ -99,6 +99,14 @@ inline std::vector<Layout> all_layouts() {
   // Cyclic placements (srun -m cyclic): a node's ranks are not contiguous.
   out.push_back({6, {}, {0, 1, 0, 1, 0, 1}});
   out.push_back({4, {}, {0, 1, 0, 0}});
+  // Node ids out of rank order (PMIX_NODEID numbers the allocation, so a
+  // hostfile of node2,node1,node1 puts rank 0 on node 1) and arbitrary
+  // interleavings: the groups across nodes are then not in node order.
+  out.push_back({3, {}, {1, 0, 0}});
+  out.push_back({4, {}, {1, 0, 1, 0}});
+  out.push_back({4, {}, {0, 1, 1, 0}});
+  out.push_back({5, {}, {1, 2, 0, 1, 0}});
+  out.push_back({6, {}, {2, 0, 1, 1, 0, 2}});
   return out;
 }
 
