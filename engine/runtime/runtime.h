@@ -39,8 +39,8 @@
 //   stop_mu_  ->  wait_mu_  ->  a set's mu | join_mu_  ->  broken_mu_
 //
 // A set's mu and join_mu_ are never held together, nor two sets' mu.
-// work_mu_ (the wake-up), the process-set table's mutex and the handles'
-// own locks are leaves: nothing else is locked while one is held, and
+// work_mu_ (the wake-up), straggler_mu_, the process-set table's mutex and
+// the handles' own locks are leaves: nothing else is locked while one is held, and
 // handles are completed outside every lock above. wait_mu_ is held while
 // the deadlock report reads the waited handles (describe_waits), so a
 // thread leaves its wait (~BlockedWaiter) only through it.
