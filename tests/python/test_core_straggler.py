@@ -10,7 +10,7 @@ import re
 def test_the_slow_rank_is_named_on_every_rank_and_in_the_summary(ranks):
     np, slow = 3, 2
     result = ranks.run(np, "straggler.py", slow, timeout=100,
-                       env={"TANDEM_STRAGGLER_REPORT": "0.5"})
+                       env={"TANDEM_STRAGGLER_REPORT": "1"})
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
     reports = dict((int(r), json.loads(j)) for r, j in re.findall(
