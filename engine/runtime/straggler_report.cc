@@ -86,6 +86,10 @@ void Runtime::exchange_straggler(ProcessSet& set, bool final) {
                       ",\"period\":" + last.json() + ",\"total\":" + total.json() + "}";
   }
   if (rank_ != 0) return;
+  std::vector<std::pair<std::string, double>> held;
+  for (const Report::Row& row : last.rows)
+    held.emplace_back("rank " + std::to_string(row.rank), row.held_share);
+  timeline_.counter("straggler: share of the period the set waited for", held);
   // What the user asked for with TANDEM_STRAGGLER_REPORT: no log level hides it.
   const std::vector<std::string> lines =
       final ? total.lines("straggler summary") : last.lines("straggler report");

@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
   OK(tandem_init());
   OK(tandem_rank(&rank));
   OK(tandem_size(&size));
+  // Rank 0 writes the timeline; its counter track must carry the report.
+  const std::string timeline = "/tmp/straggler_job-timeline-" + std::to_string(getpid()) + ".json";
+  if (mode == "slow") OK(tandem_start_timeline(timeline.c_str(), 0));
   bool sleeps = mode == "balanced";
   for (int r : slow) sleeps = sleeps || r == rank;
 
@@ -132,7 +135,22 @@ int main(int argc, char** argv) {
     for (int r : slow) top_sleeps = top_sleeps || r == top;
     CHECK(top_sleeps, "the first row is rank %d, which did not sleep: %s", top, rows.c_str());
   }
-  std::printf("rank %d: ok %s\n", rank, mode.c_str());
   OK(tandem_finalize());
+  if (mode == "slow" && rank == 0) {
+    std::FILE* f = std::fopen(timeline.c_str(), "r");
+    CHECK(f, "no timeline at %s", timeline.c_str());
+    std::string text;
+    char chunk[4096];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, n);
+    std::fclose(f);
+    std::remove(timeline.c_str());
+    const std::string track = "{\"name\":\"straggler: share of the period the set waited for\",";
+    const size_t at = text.find(track);
+    CHECK(at != std::string::npos, "no straggler counter in the timeline");
+    const std::string slow_series = "\"rank " + std::to_string(slow[0]) + "\":";
+    CHECK(text.find(slow_series, at) != std::string::npos, "the counter has no %s series",
+          slow_series.c_str());
+  }
+  std::printf("rank %d: ok %s\n", rank, mode.c_str());
   return 0;
 }
