@@ -165,12 +165,34 @@ void RoundWaits::clear() {
 }
 
 namespace {
+// Without log2 and exp2: glibc 2.29 gave them new symbol versions, above
+// the engine's floor (docs/containers.md). frexp and ldexp are older; the
+// eighths of an octave are a table. kStep[j] = 2^(j/8), kMid[j] = 2^((j+0.5)/8).
+constexpr double kStep[8] = {1.0,
+                             1.0905077326652577,
+                             1.189207115002721,
+                             1.2968395546510096,
+                             1.4142135623730951,
+                             1.5422108254079407,
+                             1.681792830507429,
+                             1.8340080864093424};
+constexpr double kMid[8] = {1.0442737824274138, 1.1387886347566916, 1.241857812073484,
+                            1.3542555469368927, 1.4768261459394993, 1.6104903319492543,
+                            1.7562521603732995, 1.9152065613971474};
+
 int bin_of(double seconds) {
   if (!(seconds >= 1e-6)) return 0;
-  const double b = 1 + std::floor(8 * std::log2(seconds / 1e-6));
-  return static_cast<int>(std::min<double>(b, WaitHistogram::kBins - 1));
+  int e = 0;
+  const double m = 2 * std::frexp(seconds / 1e-6, &e);  // in [1, 2): seconds = 1e-6 m 2^(e-1)
+  int eighth = 7;
+  while (eighth > 0 && m < kStep[eighth]) --eighth;
+  const long b = 1 + 8L * (e - 1) + eighth;
+  return static_cast<int>(std::min<long>(b, WaitHistogram::kBins - 1));
 }
-double value_of(int bin) { return bin == 0 ? 0 : 1e-6 * std::exp2((bin - 0.5) / 8); }
+double value_of(int bin) {
+  if (bin == 0) return 0;
+  return 1e-6 * std::ldexp(kMid[(bin - 1) % 8], (bin - 1) / 8);
+}
 }  // namespace
 
 void WaitHistogram::add(double seconds, uint64_t n) {
