@@ -14,6 +14,7 @@
 #include "runtime/communicator_data_path.h"
 #include "runtime/gpu_data_path.h"
 #include "common/errors.h"
+#include "common/settings.h"
 
 namespace tandem::api {
 namespace {
@@ -92,9 +93,17 @@ std::unique_ptr<runtime::Runtime> make_runtime(Communicator& world) {
       world.bootstrap(), job_transport(), options, settings.fusion_threshold_bytes,
       settings.wake_relay, job_round_relay());
   const Identity& id = world.identity();
+  runtime::RankPlace place;
+  if (settings.straggler_report_seconds > 0) {
+    // The GPU the rank uses: TANDEM_GPU_DEVICE, else its local rank
+    // (gpu/device_selection.h).
+    const std::optional<int64_t> device = env_int_if_set("TANDEM_GPU_DEVICE");
+    place = runtime::this_process_place(device ? static_cast<int>(*device) : id.local_rank);
+  }
+  auto gpu = runtime::make_gpu_data_path(id, options.timeout);
   return std::make_unique<runtime::Runtime>(id.rank, id.size, std::move(factory),
-                                            std::move(settings), nullptr,
-                                            runtime::make_gpu_data_path(id, options.timeout));
+                                            std::move(settings), nullptr, std::move(gpu),
+                                            std::move(place));
 }
 
 void uninstall_runtime() {
@@ -374,6 +383,19 @@ TANDEM_API tandem_result_t tandem_runtime_counter(int index, const char** name, 
     auto c = static_cast<rt::Counter>(index);
     *name = rt::counter_name(c);
     *value = r.counters().get(c);
+  });
+}
+
+TANDEM_API tandem_result_t tandem_straggler_report(char* buf, size_t size, size_t* needed) {
+  return with_runtime([&](rt::Runtime& r) {
+    if (!needed) throw tandem::InvalidArgument("straggler_report: needed is NULL");
+    if (size > 0 && !buf) throw tandem::InvalidArgument("straggler_report: buf is NULL");
+    const std::string json = r.straggler_json();
+    *needed = json.size() + 1;
+    if (size == 0) return;
+    const size_t n = std::min(size - 1, json.size());
+    std::memcpy(buf, json.data(), n);
+    buf[n] = '\0';
   });
 }
 

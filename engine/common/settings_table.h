@@ -150,6 +150,8 @@ inline constexpr SettingDecl kSettings[] = {
    "seconds a rank must have waited on handles before it reports its waits; 0 off"},
   {"TANDEM_RUNTIME_SCHEDULING", nullptr, SettingType::kEnum, "other", 0, 0, "other,batch",
    "Linux scheduling policy of the runtime thread"},
+  {"TANDEM_STRAGGLER_REPORT", nullptr, SettingType::kSeconds, "0", 0, kWeekSeconds, "",
+   "seconds between rank 0's reports of the rank the set waits for; 0 off"},
   // GPU path (gpu/)
   {"TANDEM_CUDA_LIBRARY", nullptr, SettingType::kString, "", 0, 0, "",
    "CUDA runtime to load; when set only it is tried"},
@@ -175,6 +177,7 @@ inline constexpr EnvironmentFact kEnvironmentFacts[] = {
   {"PMIX_SERVER_TMPDIR", "PMIx_Init fails noisily when the server's folder is not visible"},
   {"SLURM_PROCID", "Slurm's task id, to catch a plugin that copied one task's variables"},
   {"SLURMD_NODENAME", "the Slurm node name, the default node name of a rank"},
+  {"CUDA_VISIBLE_DEVICES", "the GPUs the binding gave the task, named in the straggler report"},
   {"PYXIS_VERSION", "set inside a pyxis container: names pyxis in the message"},
   {"PMI_SIZE", "a PMI-1/PMI-2 launcher (MPICH's hydra, srun --mpi=pmi2) started this process"},
   {"OMPI_COMM_WORLD_SIZE", "an Open MPI launcher started this process"},

@@ -42,7 +42,8 @@ bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
   const size_t span = coordinator.cache().span();
   const bool full =
       full_round_needed(mine) || coordinator.wants_details(Clock::now(), details_after());
-  std::vector<uint8_t> bits = encode_bit_round(mine, span, full);
+  const bool due = set.id() == TANDEM_GLOBAL_PROCESS_SET && straggler_due(mine);
+  std::vector<uint8_t> bits = encode_bit_round(mine, span, full, due);
   path.allreduce(bits.data(), bits.size(), TANDEM_UINT8, TANDEM_MAX, 1.0, 1.0);
   const BitRound round = decode_bit_round(bits, span);
   if (!round.full) {
@@ -55,10 +56,14 @@ bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
       }
     // Nobody waits (waits make a round of messages): no verdict this round.
     if (set.id() == TANDEM_GLOBAL_PROCESS_SET) deadlock_candidate_ = DeadlockVerdict{};
+    const auto decided = Clock::now();
     std::vector<Response> responses =
-        coordinator.decide_bits(round.ready_somewhere, round.missing_somewhere, Clock::now());
+        coordinator.decide_bits(round.ready_somewhere, round.missing_somewhere, decided);
+    if (straggler_on()) note_waits(set, responses, decided);
     execute(set, responses);
+    if (straggler_on()) note_ran(set, responses);
     reannounce_evicted(set);
+    if (round.report) exchange_straggler(set, false);
     return true;
   }
   counters_.add(Counter::kMessageRounds);
@@ -79,6 +84,11 @@ bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
     }
   if (!stopping.empty()) {
     *shutdown_seen = true;
+    // The summary at shutdown: where every member saw a report before (or
+    // this round starts one), so that all of them take part; before the
+    // stall check's own reason to stop, which rank 0 alone knows.
+    if (set.id() == TANDEM_GLOBAL_PROCESS_SET && (round.report || straggler_reports_ > 0))
+      exchange_straggler(set, true);
     std::ostringstream why;
     if (!fatal_.empty()) {
       fail_all(TANDEM_ERR_TIMEOUT, fatal_);
@@ -95,9 +105,13 @@ bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
     *shutdown_seen = true;
     return false;
   }
-  std::vector<Response> responses = coordinator.decide(messages, Clock::now());
+  const auto decided = Clock::now();
+  std::vector<Response> responses = coordinator.decide(messages, decided);
+  if (straggler_on()) note_waits(set, responses, decided);
   execute(set, responses);
+  if (straggler_on()) note_ran(set, responses);
   reannounce_evicted(set);
+  if (round.report) exchange_straggler(set, false);
   return true;
 }
 

@@ -179,9 +179,10 @@ bool full_round_needed(const CycleMessage& m) {
                      [](uint64_t w) { return w != 0; });
 }
 
-std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full) {
+std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full,
+                                      bool report) {
   std::vector<uint8_t> out(1 + 2 * span, 0);
-  out[0] = full ? 1 : 0;
+  out[0] = report ? 2 : full ? 1 : 0;
   for (size_t bit = 0; bit < span; ++bit) {
     const bool ready = test_bit(mine.cache_bits, bit);
     out[1 + bit] = ready ? 1 : 0;
@@ -190,7 +191,7 @@ std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, boo
   // A ready bit past the span (an entry this rank alone holds) cannot be:
   // every rank's cache is the same. Say so rather than lose it.
   for (size_t bit = span; bit < mine.cache_bits.size() * 64; ++bit)
-    if (test_bit(mine.cache_bits, bit)) out[0] = 1;
+    if (test_bit(mine.cache_bits, bit)) out[0] = std::max<uint8_t>(out[0], 1);
   return out;
 }
 
@@ -200,6 +201,7 @@ BitRound decode_bit_round(const std::vector<uint8_t>& reduced, size_t span) {
                 " bytes, expected " + std::to_string(1 + 2 * span) + " (a bug in Tandem)");
   BitRound r;
   r.full = reduced[0] != 0;
+  r.report = reduced[0] >= 2;
   r.ready_somewhere.assign((span + 63) / 64, 0);
   r.missing_somewhere.assign((span + 63) / 64, 0);
   for (size_t bit = 0; bit < span; ++bit) {

@@ -65,10 +65,15 @@ bool test_bit(const std::vector<uint64_t>& bits, size_t index);
 // no member set byte 0, that is the whole round: log2(n) rounds of 1 + 2
 // span bytes across nodes instead of an allgather of every member's message
 // (n x 1 KiB per rank per cycle). Otherwise the messages follow in full.
+// Byte 0 is 2 when the global set's rank 0 starts a straggler report in
+// this round (straggler.h): a MAX keeps it over 1, and it implies a round of
+// messages, so no member's need for one is lost.
 bool full_round_needed(const CycleMessage& m);
-std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full);
+std::vector<uint8_t> encode_bit_round(const CycleMessage& mine, size_t span, bool full,
+                                      bool report = false);
 struct BitRound {
   bool full = false;                        // someone needs the messages
+  bool report = false;                      // a straggler report follows this round
   std::vector<uint64_t> ready_somewhere;    // OR of the ready bits
   std::vector<uint64_t> missing_somewhere;  // OR of their negations
 };

@@ -34,6 +34,7 @@ std::shared_ptr<HandleState> Runtime::enqueue(const std::vector<TensorArg>& tens
       e.stream = tensors[i].stream;
       e.handle = handle;
       e.index = static_cast<int>(i);
+      if (straggler_on()) e.enqueued = std::chrono::steady_clock::now();
       set->add_locked(std::move(e));
     }
   }

@@ -30,6 +30,8 @@ struct TensorEntry {
   int index = 0;  // position in the handle's group
   enum class Announced { kNo, kByBit, kInFull } announced = Announced::kNo;
   size_t bit = 0;
+  // Set only with the straggler report on (straggler.h).
+  std::chrono::steady_clock::time_point enqueued{};
 };
 
 class ProcessSet {

@@ -10,7 +10,7 @@
 
 namespace tandem::runtime {
 Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
-                 LogTap log_tap, std::unique_ptr<DevicePath> device)
+                 LogTap log_tap, std::unique_ptr<DevicePath> device, RankPlace place)
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),
@@ -18,7 +18,8 @@ Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, S
       factory_(std::move(factory)),
       device_(std::move(device)),
       sets_(size_, *factory_, settings_.cache_capacity),
-      world_(&sets_.global()->data_path()) {
+      world_(&sets_.global()->data_path()),
+      place_(std::move(place)) {
   if (rank_ == 0 && !settings_.timeline_path.empty())
     timeline_.start(settings_.timeline_path, settings_.timeline_mark_cycles);
   log_setup();

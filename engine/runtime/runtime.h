@@ -28,6 +28,7 @@
 //   wake_up.cc             waking the thread, the batching window, BlockedWaiter
 //   cycle.cc               one cycle: the per-set exchange, announcements, stalls
 //   deadlock_report.cc     what this rank waits in, and the verdict (deadlock.h)
+//   straggler_report.cc    each round's wait, the periodic report (straggler.h)
 //   dispatch.cc            running a cycle's decisions: batches, device path,
 //                          process-set changes
 //   process_set_table.h    the sets by id (a class of its own)
@@ -38,8 +39,8 @@
 //   stop_mu_  ->  wait_mu_  ->  a set's mu | join_mu_  ->  broken_mu_
 //
 // A set's mu and join_mu_ are never held together, nor two sets' mu.
-// work_mu_ (the wake-up), the process-set table's mutex and the handles'
-// own locks are leaves: nothing else is locked while one is held, and
+// work_mu_ (the wake-up), straggler_mu_, the process-set table's mutex and
+// the handles' own locks are leaves: nothing else is locked while one is held, and
 // handles are completed outside every lock above. wait_mu_ is held while
 // the deadlock report reads the waited handles (describe_waits), so a
 // thread leaves its wait (~BlockedWaiter) only through it.
@@ -67,6 +68,7 @@
 #include "runtime/request_validation.h"
 #include "runtime/settings.h"
 #include "runtime/stall_inspector.h"
+#include "runtime/straggler.h"
 #include "runtime/timeline.h"
 
 namespace tandem::runtime {
@@ -80,8 +82,10 @@ class Runtime {
   // Collective over the world: creates the global set's data path. Starts
   // the background thread. device: runs batches of device tensors
   // (device_path.h); without one they fail with TANDEM_ERR_UNSUPPORTED.
+  // place: where this rank runs, for the straggler report.
   Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, Settings settings,
-          LogTap log_tap = nullptr, std::unique_ptr<DevicePath> device = nullptr);
+          LogTap log_tap = nullptr, std::unique_ptr<DevicePath> device = nullptr,
+          RankPlace place = {});
   // Asks the other ranks to stop, joins the thread, fails what is pending
   // (TANDEM_ERR_ABORTED) so that every wait ends. Idempotent.
   void stop();
@@ -122,6 +126,9 @@ class Runtime {
   const Settings& settings() const { return settings_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // The straggler report as JSON (Report::json): {"reports": n, "period":
+  // the last period's, "total": the job's so far}; every rank holds the same.
+  std::string straggler_json() const;
 
  private:
   // runtime.cc
@@ -158,6 +165,18 @@ class Runtime {
   // The global set's round: true when the same deadlock was found twice in
   // a row (then every handle has failed and the runtime stops).
   bool deadlocked(std::vector<CycleMessage>& messages);
+
+  // straggler_report.cc
+  bool straggler_on() const { return settings_.straggler_report_seconds > 0; }
+  // Whether this round starts a report: on the global set's rank 0, once
+  // the period passed (or it stops: the summary then includes the rest).
+  bool straggler_due(const CycleMessage& mine) const;
+  void note_waits(ProcessSet& set, const std::vector<Response>& responses,
+                  std::chrono::steady_clock::time_point decided);
+  // After the round ran: the next round's waits start here.
+  void note_ran(ProcessSet& set, const std::vector<Response>& responses);
+  // Collective over the global set, at the same round on every member.
+  void exchange_straggler(ProcessSet& set, bool final);
 
   // dispatch.cc
   void execute(ProcessSet& set, std::vector<Response>& responses);
@@ -214,6 +233,18 @@ class Runtime {
   mutable std::mutex broken_mu_;
   tandem_result_t broken_code_ = TANDEM_SUCCESS;
   std::string broken_message_;
+
+  // ---- the straggler report (straggler_report.cc; the bg thread, but
+  // for the last report, read by API threads under straggler_mu_)
+  const RankPlace place_;
+  RoundWaits round_waits_;
+  std::chrono::steady_clock::time_point period_start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ran_ =
+      std::chrono::steady_clock::now();    // end of the last round that ran something
+  std::vector<Summary> straggler_totals_;  // by global rank
+  mutable std::mutex straggler_mu_;
+  uint64_t straggler_reports_ = 0;
+  std::string straggler_json_;
 
   std::thread thread_;
 };

@@ -17,7 +17,7 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
          {"TANDEM_FUSION_THRESHOLD", "TANDEM_CYCLE_TIME", "TANDEM_IDLE_WAIT", "TANDEM_WAKE_RELAY",
           "TANDEM_CACHE_CAPACITY", "TANDEM_TIMELINE", "TANDEM_TIMELINE_MARK_CYCLES",
           "TANDEM_STALL_CHECK_TIME_SECONDS", "TANDEM_STALL_SHUTDOWN_TIME_SECONDS",
-          "TANDEM_DEADLOCK_CHECK_SECONDS", "TANDEM_RUNTIME_SCHEDULING"})
+          "TANDEM_DEADLOCK_CHECK_SECONDS", "TANDEM_RUNTIME_SCHEDULING", "TANDEM_STRAGGLER_REPORT"})
       v.push_back(setting_declaration(name));
     return v;
   }();
@@ -86,6 +86,8 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
     else if (n == "TANDEM_DEADLOCK_CHECK_SECONDS")
       s.deadlock_check_seconds = number_in_bounds(spec, var, v);
     else if (n == "TANDEM_RUNTIME_SCHEDULING") s.batch_scheduling = parse_scheduling(var, v);
+    else if (n == "TANDEM_STRAGGLER_REPORT")
+      s.straggler_report_seconds = number_in_bounds(spec, var, v);
     else throw Error("runtime: setting " + n + " is declared but not parsed (a bug)");
     if (std::strcmp(v, spec.default_text) != 0) note_setting(var, v, spec.default_text);
   }

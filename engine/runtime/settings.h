@@ -38,6 +38,8 @@ struct Settings {
   double deadlock_check_seconds =
       declared_default_number("TANDEM_DEADLOCK_CHECK_SECONDS");  // deadlock.h; 0: off
   bool batch_scheduling = false;                                 // TANDEM_RUNTIME_SCHEDULING=batch
+  double straggler_report_seconds =
+      declared_default_number("TANDEM_STRAGGLER_REPORT");  // straggler.h; 0: off
 
   using Getenv = std::function<const char*(const char*)>;
   // Reads every declared variable through `getenv` (the process environment

@@ -107,4 +107,19 @@ void Timeline::mark_cycle() {
                std::to_string(now_us()) + "}");
 }
 
+void Timeline::counter(const std::string& name,
+                       const std::vector<std::pair<std::string, double>>& values) {
+  if (!on_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!file_) return;
+  std::string args;
+  for (const auto& [key, value] : values) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.4g", value);
+    args += (args.empty() ? "" : ",") + json_string(key) + ":" + number;
+  }
+  write_locked(R"({"name":)" + json_string(name) + R"(,"ph":"C","pid":1,"ts":)" +
+               std::to_string(now_us()) + R"(,"args":{)" + args + "}}");
+}
+
 }  // namespace tandem::runtime

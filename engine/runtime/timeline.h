@@ -5,7 +5,9 @@
 // fusion buffer; empty when the allreduce reads the tensors where they lie),
 // the collective itself (ALLREDUCE, ..., including the unpacking into the
 // tensors, which happens inside it), COPY_OUT (marks the end). Cycles
-// are instant events on row 0 when marking is on.
+// are instant events on row 0 when marking is on. Counter tracks (the
+// straggler report's share of the time each rank held the set) are
+// counter events of the process.
 //
 // Thread-safe: the background thread writes events, API threads start and
 // stop it. Stopping closes the JSON array, so the file is valid JSON.
@@ -17,6 +19,8 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace tandem::runtime {
 
@@ -32,6 +36,8 @@ class Timeline {
   void begin(const std::string& tensor, const char* phase);
   void end(const std::string& tensor);
   void mark_cycle();
+  // One sample of a counter track: a value per series.
+  void counter(const std::string& name, const std::vector<std::pair<std::string, double>>& values);
 
  private:
   int64_t now_us() const;

@@ -415,6 +415,14 @@ TANDEM_API tandem_result_t tandem_stop_timeline(void);
  * docs/runtime.md) and value; TANDEM_ERR_INVALID_ARGUMENT past the last. */
 TANDEM_API tandem_result_t tandem_runtime_counter(int index, const char **name, uint64_t *value);
 
+/* The straggler report (TANDEM_STRAGGLER_REPORT; docs/runtime.md,
+ * "Stragglers") as one JSON object: {"reports": n, "period": the last
+ * period's report, "total": the job's so far}, each with its verdict, who it
+ * names and one row per rank; the same on every rank. Copies at most size
+ * bytes, NUL included, into buf (truncating); *needed gets the size the
+ * whole text takes. size 0 only asks for *needed. */
+TANDEM_API tandem_result_t tandem_straggler_report(char *buf, size_t size, size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif

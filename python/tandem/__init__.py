@@ -14,5 +14,6 @@ from tandem._basics import (  # noqa: E402, F401 (after the logger; re-exported 
     cross_size, is_homogeneous, library_version, library_origin, build_info,
 )
 from tandem.errors import TandemError  # noqa: E402, F401
+from tandem._collectives import straggler_report  # noqa: E402, F401
 
 __version__ = "0.1.0"

@@ -14,6 +14,7 @@ that memory requires).
 """
 
 import ctypes
+import json
 import threading
 
 from tandem import _dtypes, _library, _names, errors
@@ -79,6 +80,8 @@ _RUNTIME_SIGNATURES = {
     "tandem_set_device_stream": (ctypes.c_int, [ctypes.c_void_p]),
     "tandem_runtime_counter": (ctypes.c_int, [ctypes.c_int, _p(ctypes.c_char_p),
                                               _p(ctypes.c_uint64)]),
+    "tandem_straggler_report": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t,
+                                               _p(ctypes.c_size_t)]),
 }
 _declared = False
 _declare_lock = threading.Lock()
@@ -350,6 +353,32 @@ def counters():
         errors.check(code)
         out[name.value.decode()] = value.value
         index += 1
+
+
+def straggler_report(period=False):
+    """The straggler report (TANDEM_STRAGGLER_REPORT; docs/runtime.md,
+    "Stragglers"): the job's so far, or with ``period=True`` the last report
+    period's. A dict: ``verdict`` (one line), ``kind`` ("rank", "ranks",
+    "node" or "none"), ``named`` (the ranks named), ``node``, ``seconds``,
+    ``rounds``, ``reports`` (how many reports ran) and ``rows``, one dict per
+    rank ordered by the time the set waited for it (``rank``, ``host``,
+    ``gpu``, ``cpus``, ``rounds``, ``last``, ``last_share``, ``median_s``,
+    ``p95_s``, ``held_s``, ``held_share``, ``stands_out``). None before the
+    first report."""
+    lib = _lib()
+    needed = ctypes.c_size_t(0)
+    errors.check(lib.tandem_straggler_report(None, 0, ctypes.byref(needed)))
+    while True:
+        buf = ctypes.create_string_buffer(needed.value)
+        errors.check(lib.tandem_straggler_report(buf, needed.value, ctypes.byref(needed)))
+        if needed.value <= len(buf):
+            break
+    everything = json.loads(buf.value.decode())
+    report = everything["period" if period else "total"]
+    if report is None:
+        return None
+    report["reports"] = everything["reports"]
+    return report
 
 
 def allgather_int64(values, process_set=_GLOBAL, name=None):

@@ -20,6 +20,7 @@
 #include "runtime/response_cache.h"
 #include "runtime/settings.h"
 #include "runtime/stall_inspector.h"
+#include "runtime/straggler.h"
 #include "runtime/timeline.h"
 #include "cluster.h"
 
@@ -352,3 +353,93 @@ TEST(Scheduling, RuntimeThreadPolicyFollowsTheSetting) {
 
 }  // namespace
 }  // namespace tandem::runtime
+
+namespace straggler {
+
+using tandem::runtime::make_report;
+using tandem::runtime::RoundWaits;
+using tandem::runtime::Summary;
+
+// A summary as a period's fold would leave it: `held` seconds imposed over
+// 100 rounds of a 10-second period, last in `last` of them.
+Summary rank_on(int rank, const std::string& host, double held, uint64_t last) {
+  Summary s;
+  s.rank = rank;
+  s.place.host = host;
+  s.seconds = 10;
+  s.rounds = 100;
+  s.last = last;
+  s.held = held;
+  s.imposed.add(held / 100, 100);
+  return s;
+}
+
+TEST(Straggler, OneSlowRankIsNamedWithItsNode) {
+  std::vector<Summary> s = {rank_on(0, "a", 0.1, 0), rank_on(1, "a", 0.2, 1),
+                            rank_on(2, "b", 6.0, 98), rank_on(3, "b", 0.1, 1)};
+  auto r = make_report(s);
+  EXPECT_EQ(r.kind, "rank");
+  EXPECT_EQ(r.named, std::vector<int>{2});
+  EXPECT_EQ(r.rows.front().rank, 2);
+  EXPECT_EQ(r.verdict.rfind("rank 2 on b held 60% of the time", 0), 0u) << r.verdict;
+  // The summary survives the exchange.
+  Summary back = Summary::parse(s[2].serialize());
+  EXPECT_EQ(back.rank, 2);
+  EXPECT_EQ(back.place.host, "b");
+  EXPECT_EQ(back.last, 98u);
+  EXPECT_EQ(back.imposed.counts, s[2].imposed.counts);
+  EXPECT_NEAR(back.imposed.quantile(0.5), 0.06, 0.06 * 0.1);
+}
+
+TEST(Straggler, BalancedOrEquallySlowNamesNobody) {
+  // Everyone waits alike, however long: nobody stands out.
+  std::vector<Summary> s = {rank_on(0, "a", 4.0, 25), rank_on(1, "a", 4.5, 30),
+                            rank_on(2, "b", 4.2, 20), rank_on(3, "b", 3.9, 25)};
+  auto r = make_report(s);
+  EXPECT_EQ(r.kind, "none");
+  EXPECT_TRUE(r.named.empty());
+  EXPECT_EQ(r.verdict.rfind("no rank stands out", 0), 0u) << r.verdict;
+  // Just below the margin over the median rank: still nobody.
+  s = {rank_on(0, "a", 0.1, 25), rank_on(1, "a", 1.05, 30), rank_on(2, "b", 0.1, 20)};
+  EXPECT_EQ(make_report(s).kind, "none");
+}
+
+TEST(Straggler, TwoSlowRanksOfOneNodeNameTheNode) {
+  std::vector<Summary> s;
+  for (int r = 0; r < 8; ++r) {
+    const bool slow = r == 4 || r == 5;
+    s.push_back(rank_on(r, "n" + std::to_string(r / 2), slow ? 9.0 : 0.1, r == 4 ? 90 : 1));
+  }
+  auto r = make_report(s);
+  EXPECT_EQ(r.kind, "node");
+  EXPECT_EQ(r.node, "n2");
+  EXPECT_EQ(r.named, (std::vector<int>{4, 5}));
+  // Slow ranks on two nodes are listed, not blamed on a node.
+  s[5].place.host = "n0";
+  EXPECT_EQ(make_report(s).kind, "ranks");
+}
+
+TEST(Straggler, RoundsPastTheCapKeepTheSameRoundsOnEveryRank) {
+  RoundWaits w;
+  for (uint64_t k = 0; k < 3 * RoundWaits::kCap; ++k) w.add(static_cast<float>(k));
+  EXPECT_EQ(w.rounds(), 3 * RoundWaits::kCap);
+  // Full at round kCap - 1 (stride 2) and again at 2 kCap - 1 (stride 4).
+  ASSERT_EQ(w.stride(), 4u);
+  // Round k is kept exactly when k is a multiple of the stride.
+  for (size_t i = 0; i < w.samples().size(); ++i)
+    EXPECT_EQ(w.samples()[i], static_cast<float>(i * 4));
+}
+
+TEST(Straggler, TheReportFlagRidesOnTheRoundsFirstByte) {
+  tandem::runtime::CycleMessage m;
+  auto bits = tandem::runtime::encode_bit_round(m, 2, false, true);
+  EXPECT_EQ(bits[0], 2);
+  auto round = tandem::runtime::decode_bit_round(bits, 2);
+  EXPECT_TRUE(round.full);
+  EXPECT_TRUE(round.report);
+  round = tandem::runtime::decode_bit_round(tandem::runtime::encode_bit_round(m, 2, true), 2);
+  EXPECT_TRUE(round.full);
+  EXPECT_FALSE(round.report);
+}
+
+}  // namespace straggler
