@@ -12,6 +12,7 @@
 // in the order of docs/settings.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -184,11 +185,31 @@ inline constexpr EnvironmentFact kEnvironmentFacts[] = {
 };
 // clang-format on
 
+inline constexpr size_t kSettingCount = sizeof(kSettings) / sizeof(kSettings[0]);
+
+// The index in kSettings of `name` (its Tandem or its Horovod name), or
+// kSettingCount. The compile-time readers below go by index: through a
+// pointer, GCC's -fsanitize=null checks each `d->` against null in a way its
+// constant evaluation cannot fold, and they would not compile in a
+// sanitized build (contrib/sanitize.sh).
+constexpr size_t setting_index(std::string_view name) {
+  for (size_t i = 0; i < kSettingCount; ++i) {
+    const SettingDecl& d = kSettings[i];
+    if (name == d.name || (d.horovod_name != nullptr && name == d.horovod_name)) return i;
+  }
+  return kSettingCount;
+}
+
 // The declaration of `name` (its Tandem or its Horovod name), or nullptr.
 constexpr const SettingDecl* find_setting(std::string_view name) {
-  for (const SettingDecl& d : kSettings)
-    if (name == d.name || (d.horovod_name != nullptr && name == d.horovod_name)) return &d;
-  return nullptr;
+  const size_t i = setting_index(name);
+  return i < kSettingCount ? &kSettings[i] : nullptr;
+}
+
+// The declared default of `name`, "" when it has none or is not declared.
+constexpr const char* declared_default_text(std::string_view name) {
+  const size_t i = setting_index(name);
+  return i < kSettingCount ? kSettings[i].default_text : "";
 }
 
 constexpr const EnvironmentFact* find_environment_fact(std::string_view name) {
@@ -201,10 +222,10 @@ constexpr const EnvironmentFact* find_environment_fact(std::string_view name) {
 // at compile time (a struct's initial value). A declaration whose default is
 // not a plain decimal integer does not compile there.
 constexpr int64_t declared_default_int(std::string_view name) {
-  const SettingDecl* d = find_setting(name);
-  if (d == nullptr || d->default_text[0] == '\0') throw "no such integer default";
+  const char* text = declared_default_text(name);
+  if (text[0] == '\0') throw "no such integer default";
   int64_t x = 0;
-  for (const char* c = d->default_text; *c != '\0'; ++c) {
+  for (const char* c = text; *c != '\0'; ++c) {
     if (*c < '0' || *c > '9') throw "not a decimal integer";
     x = x * 10 + (*c - '0');
   }
@@ -213,10 +234,10 @@ constexpr int64_t declared_default_int(std::string_view name) {
 
 // Likewise for a number ("0.5", "60"): digits with an optional fraction.
 constexpr double declared_default_number(std::string_view name) {
-  const SettingDecl* d = find_setting(name);
-  if (d == nullptr || d->default_text[0] == '\0') throw "no such numeric default";
+  const char* text = declared_default_text(name);
+  if (text[0] == '\0') throw "no such numeric default";
   double x = 0, scale = 0;
-  for (const char* c = d->default_text; *c != '\0'; ++c) {
+  for (const char* c = text; *c != '\0'; ++c) {
     if (*c == '.' && scale == 0) {
       scale = 1;
     } else if (*c >= '0' && *c <= '9') {

@@ -70,7 +70,8 @@ class GpuBackend {
   virtual void add_process_set(Bootstrap& bootstrap, int set_id, std::vector<int> members) = 0;
   virtual void remove_process_set(int set_id) = 0;
 
-  // Queues the operation behind the framework stream's current work.
+  // Queues the operation behind the framework stream's current work; null
+  // when it completed within the call, so there is nothing to wait for.
   virtual std::shared_ptr<GpuWork> enqueue(const GpuRequest& request) = 0;
   // True once done; throws the operation's error (timeout, lost peer).
   virtual bool test(GpuWork& work) = 0;

@@ -279,7 +279,7 @@ std::vector<DevicePath::Result> GpuDataPath::execute(ExecContext& ctx, int set_i
     ctx.timeline.begin(r->name, phase);
   }
   auto work = b.enqueue(req);
-  b.wait(*work);
+  if (work) b.wait(*work);
   for (const Response* r : responses) ctx.timeline.end(r->name);
   return out;
 }

@@ -929,7 +929,8 @@ void ShmGroup::alltoallv(const void* send, const std::vector<size_t>& send_bytes
   if (recv_bytes[me_] != send_bytes[me_])
     throw MismatchError("alltoall: this rank sends " + std::to_string(send_bytes[me_]) +
                         " bytes to itself but expects " + std::to_string(recv_bytes[me_]));
-  std::memmove(out + rat[me_], in + sat[me_], send_bytes[me_]);
+  // Zero bytes may come with null buffers, which memmove must not be given.
+  if (send_bytes[me_]) std::memmove(out + rat[me_], in + sat[me_], send_bytes[me_]);
   if (n_ == 1) return;
   size_t steps = 1;
   for (size_t s = 0; s < steps; ++s) {

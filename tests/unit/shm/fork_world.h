@@ -54,7 +54,7 @@ class ForkBootstrap : public Bootstrap {
     const int b = static_cast<int>(r & 1), me = id_.rank;
     if (mine.size() > sizeof area_->blob[0][0])
       throw InvalidArgument("fork bootstrap: blob too large");
-    std::memcpy(area_->blob[me][b], mine.data(), mine.size());
+    if (!mine.empty()) std::memcpy(area_->blob[me][b], mine.data(), mine.size());
     area_->len[me][b] = static_cast<uint32_t>(mine.size());
     area_->round[me].store(r);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
