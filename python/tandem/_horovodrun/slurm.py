@@ -2,10 +2,8 @@
 
 The step is placed as -np and -H say. Every host must be a node of the
 allocation and may not claim more slots than the CPUs the allocation has
-there, and the hosts' order may not put a node's first rank before that of
-a node ahead of it in the allocation (the engine orders nodes by their first
-rank and cannot join another layout: docs/launchers.md, "Limits"); all
-three are checked before anything starts. When every host gets the
+there; both are checked before anything starts. Any order of hosts is
+kept: -H node2:1,node1:2 puts rank 0 on node2, as Horovod would. When every host gets the
 same number of ranks and -H lists them in the allocation's order, the step
 is ``-N k -n np --ntasks-per-node c --nodelist=...`` (block placement gives
 Horovod's ranks); otherwise each rank's node is written, one a line, to a
@@ -99,15 +97,7 @@ def placement(host_slots, np, environ=os.environ):
             raise SlurmError("-H names node %s twice; give each node once with all its slots"
                              % node)
         seen.add(node)
-    placed = hostlist.assign(resolved, np)
-    order = [node for node, _ in placed]
-    if order != sorted(order, key=nodes.index):
-        raise SlurmError(
-            "-H %s puts rank 0 on %s, but Tandem's engine needs each node's first rank in the "
-            "allocation's node order (%s): list the hosts in that order"
-            % (",".join("%s:%d" % hs for hs in host_slots), order[0], ",".join(
-                n for n in nodes if n in order)))
-    return placed
+    return hostlist.assign(resolved, np)
 
 
 def srun_command(np, placed, mode, command, environ=os.environ):
