@@ -7,15 +7,17 @@ default route's, and with the route removed the only interface besides
 loopback, or with a second interface on each node the one on the peers'
 subnet."""
 
-import json
 import pathlib
-import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-WORKER = pathlib.Path(__file__).resolve().parents[1] / "python" / "workers" / "identity_allreduce.py"
+WORKERS = pathlib.Path(__file__).resolve().parents[1] / "python" / "workers"
+WORKER = WORKERS / "identity_allreduce.py"
+sys.path.insert(0, str(WORKERS))
+import launcher_output  # noqa: E402
 EXPECTED = [(0, 0, 0, "node1"), (1, 1, 0, "node1"), (2, 0, 1, "node2"), (3, 1, 1, "node2")]
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None,
@@ -31,10 +33,7 @@ def mpirun_job(cluster, python, forward):
     batch = cluster.sbatch(script, ["-N", "2", "--ntasks-per-node=2", "-w", "node1,node2"],
                            env={"PYTHONPATH": None, "TANDEM_LIBRARY": None}, timeout=120)
     assert batch.state == "COMPLETED", f"{batch}"
-    # Open MPI forwards each rank's output in chunks, and two ranks' lines can
-    # meet on one line of the job's output: read the (flat) objects wherever.
-    lines = sorted((json.loads(x) for x in re.findall(r"\{[^{}]*\}", batch.output)),
-                   key=lambda d: d["rank"])
+    lines = launcher_output.rank_objects(batch.output)
     got = [(d["rank"], d["local_rank"], d["cross_rank"], d["host"]) for d in lines]
     assert got == EXPECTED, batch.output + batch.stderr
     assert {(d["size"], d["local_size"], d["sum"]) for d in lines} == {(4, 2, 10.0)}

@@ -11,6 +11,9 @@ import pytest
 
 from conftest import WORKERS as WORKERS_DIR
 
+sys.path.insert(0, str(WORKERS_DIR))
+import launcher_output
+
 pytest.importorskip("torch")
 
 
@@ -71,7 +74,6 @@ def test_mpirun_on_one_host_gives_ranks_local_ranks_and_the_sum(build_dir, py_en
            sys.executable, str(WORKERS_DIR / "identity_allreduce.py")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    lines = sorted((json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")),
-                   key=lambda d: d["rank"])
+    lines = launcher_output.rank_objects(r.stdout)
     assert [(d["rank"], d["local_rank"], d["size"], d["local_size"], d["sum"]) for d in lines] \
         == [(0, 0, 2, 2, 3.0), (1, 1, 2, 2, 3.0)], r.stderr
