@@ -130,7 +130,7 @@ def test_cuda_tensors_are_refused_by_the_engine_on_every_rank(cluster, torch_pyt
     assert not failures, "\n".join(failures) + "\n" + out[-3000:]
     names = re.findall(r'^@check\("refusal"\)\ndef (\w+)\(',
                        (WORKER.parent / "check_gpu.py").read_text(), re.M)
-    assert len(names) == 3, names
+    assert len(names) == 4, names
     passes = re.findall(r"^PASS (\w+) rank (\d+)$", r.stdout, re.M)
     for name in names:
         assert {int(k) for n, k in passes if n == name} == {0, 1, 2, 3}, name + "\n" + out[-3000:]
