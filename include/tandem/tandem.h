@@ -30,11 +30,21 @@
 extern "C" {
 #endif
 
+/* The enums a caller passes in are int-sized in C and C++ alike, and in C++
+ * they take `int` as their fixed underlying type: a C caller may pass any int
+ * in an enum parameter, and the engine (C++) must be able to hold and refuse
+ * an unknown value, which an enum without a fixed type cannot hold. */
+#ifdef __cplusplus
+#define TANDEM_ENUM_INT_ : int
+#else
+#define TANDEM_ENUM_INT_
+#endif
+
 /* ------------------------------------------------------------------ results */
 
 /* Keep values stable: the Python package reads names and values through
  * tandem_result_name(), never from a copy. */
-typedef enum {
+typedef enum TANDEM_ENUM_INT_ {
   TANDEM_SUCCESS = 0,
   TANDEM_ERR_INVALID_ARGUMENT = 1, /* bad pointer, type, op, root, count */
   TANDEM_ERR_NOT_INITIALIZED = 2,  /* tandem_init() not called (or failed) */
@@ -70,7 +80,7 @@ TANDEM_API const char *tandem_version(void);
 
 /* -------------------------------------------------------------- data types */
 
-typedef enum {
+typedef enum TANDEM_ENUM_INT_ {
   TANDEM_UINT8 = 0,
   TANDEM_INT8 = 1,
   TANDEM_INT32 = 2,
@@ -83,7 +93,7 @@ typedef enum {
   TANDEM_DTYPE_COUNT_ = 9
 } tandem_dtype_t;
 
-typedef enum {
+typedef enum TANDEM_ENUM_INT_ {
   TANDEM_SUM = 0,
   TANDEM_AVERAGE = 1, /* sum divided by the number of contributing ranks */
   TANDEM_MIN = 2,
@@ -93,6 +103,7 @@ typedef enum {
                         types, a power-of-two number of ranks (docs/runtime.md) */
   TANDEM_OP_COUNT_ = 6
 } tandem_op_t;
+#undef TANDEM_ENUM_INT_
 
 /* Size in bytes of one element, 0 for an unknown type. */
 TANDEM_API size_t tandem_dtype_size(int dtype);
