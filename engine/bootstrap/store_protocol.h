@@ -54,6 +54,11 @@ enum class Reply : uint8_t {
 // Frames above this are refused: bootstrap blobs are small, and a bound stops
 // a stray connection from making the server allocate without limit.
 constexpr uint32_t kMaxFrame = 64u << 20;
+// Before its HELLO is accepted a connection gets frames of this much at
+// most: a HELLO is a token and a few short fields, and a stranger claiming
+// a frame of kMaxFrame would otherwise make the server buffer that much for
+// every connection it opens, for as long as the hello timeout.
+constexpr uint32_t kMaxHelloFrame = 64u << 10;
 
 class Writer {
  public:
@@ -138,14 +143,15 @@ inline uint32_t frame_length(const uint8_t* p) {
 // each whole frame at the front of `in` to on_frame(body, length), which
 // returns false to read no further frames now, then drops those frames from
 // `in` (a partial one stays for the next read). False at a bad length (0 or
-// above kMaxFrame): nothing on that connection can be trusted from there.
+// above max_frame), which is then at the front of `in` (bad_frame_length
+// says what was wrong): nothing on that connection can be trusted from there.
 template <typename OnFrame>
-bool take_frames(Bytes& in, OnFrame&& on_frame) {
+bool take_frames(Bytes& in, OnFrame&& on_frame, uint32_t max_frame = kMaxFrame) {
   size_t off = 0;
   bool ok = true;
   while (in.size() - off >= 4) {
     const uint32_t len = frame_length(in.data() + off);
-    if (len == 0 || len > kMaxFrame) {
+    if (len == 0 || len > max_frame) {
       ok = false;
       break;
     }
@@ -156,6 +162,13 @@ bool take_frames(Bytes& in, OnFrame&& on_frame) {
   }
   in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(off));
   return ok;
+}
+
+// Why take_frames refused `in`: the length it found and the bound.
+inline std::string bad_frame_length(const Bytes& in, uint32_t max_frame) {
+  const uint32_t len = in.size() >= 4 ? frame_length(in.data()) : 0;
+  return "a frame of " + std::to_string(len) + " bytes (expected 1 to " +
+         std::to_string(max_frame) + ")";
 }
 
 }  // namespace store

@@ -24,10 +24,6 @@ namespace tandem {
 
 namespace {
 
-// A connection that has not authenticated within this time is dropped, so an
-// idle stray connection cannot pin server resources.
-constexpr auto kHelloTimeout = std::chrono::seconds(10);
-
 std::string peer_name(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
@@ -200,7 +196,10 @@ struct TcpStoreServer::Impl {
   void hello(Conn& c, store::Reader& r) {
     std::string token = r.str();
     uint32_t rank = r.u32(), size = r.u32();
-    if (!r.done()) return reject(c, "malformed HELLO");
+    if (!r.done())
+      return reject(c,
+                    "malformed HELLO: not what this version of Tandem sends (are the launcher "
+                    "and every rank on the same Tandem?)");
     if (!same_token(token, srv->token_)) return reject(c, "wrong job token");
     if (size == 0 || rank >= size || size > (1u << 24))
       return reject(c, "rank " + std::to_string(rank) + " of size " + std::to_string(size) +
@@ -320,7 +319,12 @@ struct TcpStoreServer::Impl {
   void read_from(Conn& c) {
     uint8_t buf[65536];
     bool closed = false;
+    const uint32_t limit = c.authed ? store::kMaxFrame : store::kMaxHelloFrame;
     for (;;) {
+      // Holding more than one frame's worth means a whole frame is there:
+      // it is handled first, and the rest waits in the socket (poll says so
+      // again), so a peer that never stops sending grows no buffer.
+      if (c.in.size() > size_t{limit} + 4) break;
       ssize_t k = ::recv(c.fd.get(), buf, sizeof(buf), 0);
       if (k > 0) {
         srv->bytes_in_.fetch_add(static_cast<uint64_t>(k), std::memory_order_relaxed);
@@ -332,11 +336,15 @@ struct TcpStoreServer::Impl {
       closed = true;  // closed or reset; what came before (a BYE) still counts
       break;
     }
-    if (!c.dead && !store::take_frames(c.in, [&](const uint8_t* p, uint32_t n) {
-          handle(c, p, n);
-          return !c.dead;
-        }))
-      reject(c, "bad frame length");
+    if (!c.dead && !store::take_frames(
+                       c.in,
+                       [&](const uint8_t* p, uint32_t n) {
+                         handle(c, p, n);
+                         return !c.dead;
+                       },
+                       limit))
+      reject(c, store::bad_frame_length(c.in, limit) +
+                    (c.authed ? "" : " before HELLO: not a Tandem rank of this version"));
     if (closed) c.dead = true;
   }
 
@@ -360,7 +368,9 @@ struct TcpStoreServer::Impl {
   void expire_and_reap() {
     auto now = Clock::now();
     for (auto& c : conns) {
-      if (!c.authed && now >= c.hello_deadline && !c.dead) reject(c, "no HELLO in time");
+      if (!c.authed && now >= c.hello_deadline && !c.dead)
+        reject(c, "no complete HELLO within " + std::to_string(srv->hello_timeout_.count()) +
+                      " ms of connecting");
       if (c.waiting && now >= c.wait_deadline) {
         stop_gathering(c);
         c.waiting = false;
@@ -392,8 +402,9 @@ struct TcpStoreServer::Impl {
   }
 };
 
-TcpStoreServer::TcpStoreServer(std::string token, uint16_t port)
-    : token_(std::move(token)), impl_(std::make_unique<Impl>(this)) {
+TcpStoreServer::TcpStoreServer(std::string token, uint16_t port,
+                               std::chrono::milliseconds hello_timeout)
+    : token_(std::move(token)), hello_timeout_(hello_timeout), impl_(std::make_unique<Impl>(this)) {
   listen_fd_ = listen_any(port, &port_);
   wake_fd_ = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_fd_) throw SystemError("eventfd for the rendezvous store", errno);
@@ -459,7 +470,7 @@ void TcpStoreServer::run() {
         Conn c;
         c.fd = Fd(fd);
         c.peer = peer_name(fd);
-        c.hello_deadline = Clock::now() + kHelloTimeout;
+        c.hello_deadline = Clock::now() + hello_timeout_;
         s.conns.push_back(std::move(c));
       }
     }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -21,9 +22,15 @@ namespace tandem {
 
 class TcpStoreServer {
  public:
+  // A connection that has not sent its HELLO this long after connecting is
+  // dropped, however many bytes of it trickled in: a stray or slow
+  // connection cannot pin the server's resources (tests shorten it).
+  static constexpr std::chrono::milliseconds kHelloTimeout{10000};
+
   // Listens on every address at port (0: an ephemeral port, see port()).
   // Throws SystemError when the port cannot be bound.
-  TcpStoreServer(std::string token, uint16_t port = 0);
+  TcpStoreServer(std::string token, uint16_t port = 0,
+                 std::chrono::milliseconds hello_timeout = kHelloTimeout);
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
@@ -55,6 +62,7 @@ class TcpStoreServer {
   void run();
 
   std::string token_;
+  std::chrono::milliseconds hello_timeout_;
   Fd listen_fd_;
   Fd wake_fd_;
   uint16_t port_ = 0;

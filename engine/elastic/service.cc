@@ -29,8 +29,6 @@ namespace elastic {
 
 namespace {
 
-constexpr auto kHelloTimeout = std::chrono::seconds(10);
-
 std::string address_text(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = "";
   if (ss.ss_family == AF_INET) {
@@ -250,7 +248,10 @@ struct MembershipService::Impl {
     std::string node = r.str(), label = r.str();
     uint32_t pid = r.u32();
     uint64_t order = r.u64();
-    if (!r.done()) return reject(m, "malformed HELLO");
+    if (!r.done())
+      return reject(m,
+                    "malformed HELLO: not what this version of Tandem sends (are the launcher "
+                    "and every rank on the same Tandem?)");
     if (!same_token(token, settings.token)) return reject(m, "wrong job token");
     if (node.empty() || node.size() > 255) return reject(m, "bad node name");
     m.authed = true;
@@ -741,7 +742,9 @@ struct MembershipService::Impl {
   void expire() {
     const auto now = Clock::now();
     for (auto& m : members) {
-      if (!m.authed && !m.closed && now >= m.hello_deadline) reject(m, "no HELLO in time");
+      if (!m.authed && !m.closed && now >= m.hello_deadline)
+        reject(m, "no complete HELLO within " + std::to_string(settings.hello_timeout.count()) +
+                      " ms of connecting");
       if (m.waiting_get && now >= m.wait_deadline) {
         m.waiting_get = false;
         queue_simple(m, static_cast<uint8_t>(store::Reply::kMissing));
@@ -754,7 +757,11 @@ struct MembershipService::Impl {
   void read_from(Member& m) {
     uint8_t buf[65536];
     bool gone = false;
+    const uint32_t limit = m.authed ? store::kMaxFrame : store::kMaxHelloFrame;
     for (;;) {
+      // More than a frame's worth: a whole one is there to handle first;
+      // the rest waits in the socket (as the store's server does).
+      if (m.in.size() > size_t{limit} + 4) break;
       ssize_t k = ::recv(m.fd.get(), buf, sizeof(buf), 0);
       if (k > 0) {
         m.in.insert(m.in.end(), buf, buf + k);
@@ -765,11 +772,15 @@ struct MembershipService::Impl {
       gone = true;
       break;
     }
-    if (!m.closed && !store::take_frames(m.in, [&](const uint8_t* p, uint32_t n) {
-          handle(m, p, n);
-          return !m.closed;
-        }))
-      reject(m, "bad frame length");
+    if (!m.closed && !store::take_frames(
+                         m.in,
+                         [&](const uint8_t* p, uint32_t n) {
+                           handle(m, p, n);
+                           return !m.closed;
+                         },
+                         limit))
+      reject(m, store::bad_frame_length(m.in, limit) +
+                    (m.authed ? "" : " before HELLO: not a Tandem rank of this version"));
     if (m.closed) {
       m.in.clear();
       return;
@@ -852,7 +863,7 @@ void MembershipService::run() {
         Member m;
         m.fd = Fd(fd);
         m.peer = peer_of(fd);
-        m.hello_deadline = Clock::now() + kHelloTimeout;
+        m.hello_deadline = Clock::now() + s.settings.hello_timeout;
         s.members.push_back(std::move(m));
       }
     }

@@ -49,6 +49,10 @@ struct ServiceSettings {
   // when join_timeout passes), or with those there at join_timeout.
   int expected = 0;
   std::chrono::milliseconds join_timeout{60000};  // TANDEM_BOOTSTRAP_TIMEOUT
+  // A connection that has not sent its HELLO this long after connecting is
+  // dropped, however many bytes of it trickled in (not a setting: tests
+  // shorten it).
+  std::chrono::milliseconds hello_timeout{10000};
   // Called once, from the service thread, with the local address the first
   // rank reached the service at (and the port): where later steps' ranks can
   // reach it too.

@@ -2,8 +2,11 @@
 // bootstrap of world rank 0 sees the published endpoints (as anyone scanning
 // ports could find them) and, before rank 0 opens its own connections, fires
 // foreign connections at every rank that accepts: silent, garbage, a hello
-// with the wrong secret, the wrong protocol version, a correct secret but a
-// rank outside the group, and one closed at once. The job must still connect
+// with the wrong secret, with none (zeros), with another job's, the wrong
+// protocol version, a correct secret but a rank outside the group, half a
+// hello then closed, a slowloris that sends its hello a byte a second, and
+// one closed at once. The hello has a fixed size and no length field, so no
+// peer can make a rank allocate for a size it claims. The job must still connect
 // and exchange data correctly, every foreign socket must be closed by the
 // rank without an answer, and each rejection must be logged with the foreign
 // socket's address. With every pair connected at set-up the listeners then
@@ -22,6 +25,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "common/errors.h"
 #include "tests/unit/tcp/thread_ranks.h"
@@ -79,7 +83,20 @@ void send_all(int fd, const void* data, size_t n) {
   ASSERT_EQ(::send(fd, data, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
 }
 
-std::vector<Foreign> attack(const SockAddr& target, const tcp::Secret& secret) {
+// Sends `hello` one byte a second until the rank closes the socket (or
+// all of it went, which a slowloris never gets to).
+std::thread trickle(int fd, std::array<uint8_t, tcp::Hello::kSize> hello) {
+  return std::thread([fd, hello] {
+    for (uint8_t byte : hello) {
+      if (::send(fd, &byte, 1, MSG_NOSIGNAL) != 1) return;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 1000) != 0) return;
+    }
+  });
+}
+
+std::vector<Foreign> attack(const SockAddr& target, const tcp::Secret& secret,
+                            std::vector<std::thread>& slow) {
   std::vector<Foreign> out;
   auto open = [&](const std::string& kind) -> int {
     Foreign f{kind, connect_blocking(target), ""};
@@ -95,6 +112,14 @@ std::vector<Foreign> attack(const SockAddr& target, const tcp::Secret& secret) {
   wrong.secret = secret;
   wrong.secret[7] ^= 0x01;  // one bit off
   send_all(open("wrong secret"), tcp::encode_hello(wrong).data(), tcp::Hello::kSize);
+  tcp::Hello none;
+  none.world_rank = 0;
+  none.secret.fill(0);
+  send_all(open("no secret"), tcp::encode_hello(none).data(), tcp::Hello::kSize);
+  tcp::Hello other_job;
+  other_job.world_rank = 0;
+  other_job.secret.fill(0xa5);  // another job's rank 0, sent to this job's port
+  send_all(open("another job's secret"), tcp::encode_hello(other_job).data(), tcp::Hello::kSize);
   tcp::Hello old_version;
   old_version.version = tcp::kProtocolVersion + 1;
   old_version.secret = secret;
@@ -104,6 +129,13 @@ std::vector<Foreign> attack(const SockAddr& target, const tcp::Secret& secret) {
   outsider.secret = secret;
   send_all(open("rank outside the group"), tcp::encode_hello(outsider).data(), tcp::Hello::kSize);
   send_all(open("magic only, then silent"), tcp::kHelloMagic, 8);
+  const auto half = tcp::encode_hello(wrong);
+  Foreign truncated{"half a hello, then closed", connect_blocking(target), ""};
+  truncated.local = local_address(truncated.fd.get());
+  send_all(truncated.fd.get(), half.data(), half.size() / 2);
+  truncated.fd.reset();
+  out.push_back(std::move(truncated));
+  slow.push_back(trickle(open("slowloris"), tcp::encode_hello(wrong)));
   Foreign closed{"closed at once", connect_blocking(target), ""};
   closed.local = local_address(closed.fd.get());
   closed.fd.reset();
@@ -124,6 +156,7 @@ void expect_closed_without_answer(const Foreign& f) {
 TEST(TcpSecurity, ForeignConnectionsAreRejectedAndTheJobIsUnaffected) {
   const int n = 3;
   std::vector<Foreign> foreign;
+  std::vector<std::thread> slow;
   std::vector<SockAddr> endpoints;
   testing::internal::CaptureStderr();
   run_ranks(n, [&](int rank, Bootstrap& inner) {
@@ -141,7 +174,7 @@ TEST(TcpSecurity, ForeignConnectionsAreRejectedAndTheJobIsUnaffected) {
       }
       // Rank 0 accepts from nobody; ranks 1 and 2 accept from lower ranks.
       for (int r = 1; r < n; ++r)
-        for (auto& f : attack(endpoints[r], secret)) foreign.push_back(std::move(f));
+        for (auto& f : attack(endpoints[r], secret, slow)) foreign.push_back(std::move(f));
     });
     auto t = connect_tcp(spy, {0, 1, 2}, milliseconds(30000));
     // The silent foreign sockets are still open here: setup did not wait on
@@ -160,7 +193,9 @@ TEST(TcpSecurity, ForeignConnectionsAreRejectedAndTheJobIsUnaffected) {
     inner.barrier(milliseconds(10000));
   });
   const std::string log = testing::internal::GetCapturedStderr();
-  ASSERT_EQ(foreign.size(), 14u);
+  // The transports are gone, so are the slowloris' sockets on their side.
+  for (auto& t : slow) t.join();
+  ASSERT_EQ(foreign.size(), 22u);
   for (const auto& f : foreign) {
     expect_closed_without_answer(f);
     EXPECT_THAT(log, testing::HasSubstr("rejected a connection from " + f.local))
@@ -170,11 +205,18 @@ TEST(TcpSecurity, ForeignConnectionsAreRejectedAndTheJobIsUnaffected) {
   EXPECT_THAT(log, testing::HasSubstr("wrong secret"));
   EXPECT_THAT(log, testing::HasSubstr("claims world rank 42"));
   EXPECT_THAT(log, testing::HasSubstr("protocol version"));
+  EXPECT_THAT(log, testing::HasSubstr("closed before sending a complete hello"));
+  // The silent and the slow were cut when the rank's connections were
+  // complete, not when its transport closed.
+  EXPECT_THAT(log, testing::HasSubstr("before this rank's connections were complete"));
+  EXPECT_THAT(log,
+              testing::Not(testing::HasSubstr("was not answered before the transport closed")));
 }
 
 TEST(TcpSecurity, ForeignConnectionsAfterSetUpAreRejectedWhileMembersConnectOnFirstUse) {
   const int n = 3;
   std::vector<Foreign> foreign;
+  std::vector<std::thread> slow;
   std::vector<SockAddr> endpoints;
   tcp::Secret secret{};
   testing::internal::CaptureStderr();
@@ -194,7 +236,7 @@ TEST(TcpSecurity, ForeignConnectionsAfterSetUpAreRejectedWhileMembersConnectOnFi
     inner.barrier(milliseconds(10000));
     if (rank == 0)
       for (int r = 0; r < n; ++r)
-        for (auto& f : attack(endpoints[r], secret)) foreign.push_back(std::move(f));
+        for (auto& f : attack(endpoints[r], secret, slow)) foreign.push_back(std::move(f));
     inner.barrier(milliseconds(10000));
     const size_t bytes = (size_t{1} << 20) + 1;
     for (int k = 1; k < n; ++k) {
@@ -213,7 +255,9 @@ TEST(TcpSecurity, ForeignConnectionsAfterSetUpAreRejectedWhileMembersConnectOnFi
     inner.barrier(milliseconds(10000));
   });
   const std::string log = testing::internal::GetCapturedStderr();
-  ASSERT_EQ(foreign.size(), 21u);
+  // The transports are gone, so are the slowloris' sockets on their side.
+  for (auto& t : slow) t.join();
+  ASSERT_EQ(foreign.size(), 33u);
   for (const auto& f : foreign) {
     expect_closed_without_answer(f);
     EXPECT_THAT(log, testing::HasSubstr("rejected a connection from " + f.local))
@@ -221,6 +265,7 @@ TEST(TcpSecurity, ForeignConnectionsAfterSetUpAreRejectedWhileMembersConnectOnFi
         << log;
   }
   EXPECT_THAT(log, testing::HasSubstr("claims world rank 42"));
+  EXPECT_THAT(log, testing::HasSubstr("closed before sending a complete hello"));
 }
 
 }  // namespace

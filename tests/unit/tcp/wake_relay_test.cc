@@ -98,6 +98,26 @@ TEST(WakeRelay, DatagramsWithoutTheKeyAreIgnored) {
   EXPECT_EQ(n.bells[2]->requested(), 2u);
 }
 
+// A stray datagram from another process (a port scan, another program's
+// traffic, another job's relay with its own key) of any size is dropped
+// without waking anyone, and the relay goes on serving: it counts only the
+// real wake-up. A datagram longer than a wake-up is read truncated and
+// dropped too.
+TEST(WakeRelay, StrayDatagramsOfAnySizeAreIgnored) {
+  TwoNodes n;
+  const SockAddr to = n.relays[2]->listening_on();
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> bytes(65000, 0xff);
+  for (size_t size : {0, 1, 27, 28, 29, 4096, 65000})
+    ASSERT_EQ(::sendto(fd, bytes.data(), size, 0, to.get(), to.len), static_cast<ssize_t>(size));
+  ::close(fd);
+  n.relays[0]->forward(3);
+  ASSERT_TRUE(eventually([&] { return n.relays[2]->relayed() == 1; }));
+  EXPECT_EQ(n.bells[2]->requested(), 3u);
+  EXPECT_EQ(n.bells[3]->requested(), 3u);
+}
+
 // Nine nodes of one rank: a round forwarded from any node reaches every
 // other node exactly once down a binomial tree; the origin sends
 // ceil(log2 9) = 4 datagrams, not 8, and the job sends 8 in all.
