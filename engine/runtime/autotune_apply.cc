@@ -26,7 +26,6 @@ void Runtime::autotune_apply(const std::vector<CycleMessage>& messages) {
   const CycleMessage::Tuning& t = *messages.front().tuning;
   const bool cache_changed = t.values.cache_enabled != tuned_.cache_enabled;
   tuned_ = t.values;
-  autotune_settled_ = t.settled;
   if (cache_changed)
     for (const auto& set : sets_.snapshot()) {
       if (!set->member()) continue;
@@ -36,6 +35,7 @@ void Runtime::autotune_apply(const std::vector<CycleMessage>& messages) {
   {
     std::lock_guard<std::mutex> lock(autotune_mu_);
     applied_.emplace_back(cycles_done_, tuned_);
+    autotune_settled_ = t.settled;
   }
   if (autotuner_) autotuner_->started(std::chrono::steady_clock::now());
   char text[256];

@@ -41,7 +41,7 @@
 //   stop_mu_  ->  wait_mu_  ->  a set's mu | join_mu_  ->  broken_mu_
 //
 // A set's mu and join_mu_ are never held together, nor two sets' mu.
-// work_mu_ (the wake-up), straggler_mu_, the process-set table's mutex and
+// work_mu_ (the wake-up), straggler_mu_, autotune_mu_, the process-set table's mutex and
 // the handles' own locks are leaves: nothing else is locked while one is held, and
 // handles are completed outside every lock above. wait_mu_ is held while
 // the deadlock report reads the waited handles (describe_waits), so a
@@ -266,12 +266,12 @@ class Runtime {
 
   // ---- autotune (autotune_apply.cc; the bg thread, but for the record of
   // what was applied, read by API threads under autotune_mu_)
-  TunedValues tuned_;                            // what the cycles run with now
-  std::unique_ptr<Autotuner> autotuner_;         // rank 0, with TANDEM_AUTOTUNE
-  std::optional<CycleMessage::Tuning> to_send_;  // rank 0: for the next round
-  bool autotune_settled_ = false;
-  mutable std::mutex autotune_mu_;
-  std::vector<std::pair<uint64_t, TunedValues>> applied_;  // (cycle, values)
+  TunedValues tuned_;                                      // what the cycles run with now
+  std::unique_ptr<Autotuner> autotuner_;                   // rank 0, with TANDEM_AUTOTUNE
+  std::optional<CycleMessage::Tuning> to_send_;            // rank 0: for the next round
+  mutable std::mutex autotune_mu_;                         // a leaf
+  bool autotune_settled_ = false;                          // under autotune_mu_
+  std::vector<std::pair<uint64_t, TunedValues>> applied_;  // (cycle, values), under autotune_mu_
 
   std::thread thread_;
 };
