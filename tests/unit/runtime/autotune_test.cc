@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "runtime/bayesian_optimizer.h"
 #include "runtime/cycle_message.h"
 #include "runtime/response_cache.h"
+#include "runtime/settings.h"
 
 namespace tandem::runtime {
 namespace {
@@ -285,6 +288,53 @@ TEST(Autotuner, TheCacheSwitchEmptiesItAndOnAgainRefills) {
   cache.set_enabled(true);
   cache.put(std::make_shared<const std::vector<Request>>(std::vector<Request>{q, q}));
   EXPECT_EQ(cache.lookup(q, 0).state, ResponseCache::State::kHit);
+}
+
+Settings::Getenv env(std::map<std::string, std::string> vars) {
+  auto held = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [held](const char* n) -> const char* {
+    auto it = held->find(n);
+    return it == held->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Autotuner, SettingsTakeHorovodsNamesAndSayWhichKnobsTheUserSet) {
+  const Settings d = Settings::from_environment(env({}));
+  EXPECT_FALSE(d.autotune);
+  EXPECT_EQ(d.autotune_warmup_samples, 3);
+  EXPECT_EQ(d.autotune_steps_per_sample, 10);
+  EXPECT_EQ(d.autotune_max_samples, 20);
+  EXPECT_EQ(d.autotune_noise, 0.8);
+  EXPECT_FALSE(d.fusion_threshold_set || d.cycle_time_set || d.cache_capacity_set);
+  const Settings h =
+      Settings::from_environment(env({{"HOROVOD_AUTOTUNE", "1"},
+                                      {"HOROVOD_AUTOTUNE_LOG", "/tmp/a.csv"},
+                                      {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "0"},
+                                      {"TANDEM_AUTOTUNE_STEPS_PER_SAMPLE", "4"},
+                                      {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "7"},
+                                      {"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.25"},
+                                      {"HOROVOD_CYCLE_TIME", "2"}}));
+  EXPECT_TRUE(h.autotune);
+  EXPECT_EQ(h.autotune_log, "/tmp/a.csv");
+  EXPECT_EQ(h.autotune_warmup_samples, 0);
+  EXPECT_EQ(h.autotune_steps_per_sample, 4);
+  EXPECT_EQ(h.autotune_max_samples, 7);
+  EXPECT_EQ(h.autotune_noise, 0.25);
+  EXPECT_TRUE(h.cycle_time_set);
+  EXPECT_FALSE(h.fusion_threshold_set);
+  for (auto bad : std::vector<std::pair<std::string, std::string>>{
+           {"TANDEM_AUTOTUNE", "yes please"},
+           {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "0"},
+           {"TANDEM_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0"},
+           {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "many"}}) {
+    try {
+      Settings::from_environment(env({bad}));
+      ADD_FAILURE() << bad.first << "=" << bad.second << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.first + "='" + bad.second + "'"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
