@@ -10,6 +10,10 @@
 //   tandem-run -np 2 tandem-step-bench [-s 100] [-S 16K] [-l 10] [-L 4M] [-n 30] [-w 5]
 //   tandem-run -np 4 tandem-step-bench -i 5     (idle: CPU used while nothing is enqueued)
 //
+// With TANDEM_AUTOTUNE=1 the warm-up lasts until the tuner has settled
+// (docs/runtime.md, "Autotune"), so the timed steps run with the values it
+// kept; the line then also says after how many steps it settled and on what.
+//
 // contrib/bench/step.sh runs it beside one fused MPI_Allreduce of the same
 // bytes and gloo reducing the tensors one by one.
 #include <sys/resource.h>
@@ -57,6 +61,24 @@ double cpu_seconds() {
 void fail(const char* what) {
   TANDEM_ERROR(tools, "%s: %s", what, tandem_last_error());
   std::exit(1);
+}
+
+std::string autotune_state() {
+  size_t needed = 0;
+  if (tandem_autotune_state(nullptr, 0, &needed) != TANDEM_SUCCESS) fail("autotune state");
+  std::string buf(needed + 64, '\0');
+  if (tandem_autotune_state(buf.data(), buf.size(), &needed) != TANDEM_SUCCESS)
+    fail("autotune state");
+  return buf.c_str();
+}
+
+// Whether the tuner has settled on every rank (each applies its values
+// after the same cycle, but reads its state at its own time).
+bool settled_everywhere() {
+  int32_t mine = autotune_state().find("\"settled\":true") != std::string::npos ? 1 : 0, all = 0;
+  if (tandem_allreduce(&mine, &all, 1, TANDEM_INT32, TANDEM_MIN, 1.0, 1.0) != TANDEM_SUCCESS)
+    fail("allreduce of the autotune state");
+  return all == 1;
 }
 
 }  // namespace
@@ -127,7 +149,13 @@ int main(int argc, char** argv) {
   std::vector<tandem_handle_t> h(n);
   std::vector<double> times;
   bool ok = true;
-  for (int step = 0; step < warmup + steps; ++step) {
+  const bool tuning = autotune_state().find("\"on\":true") != std::string::npos;
+  constexpr int kMostTuningSteps = 100000;
+  int first_timed = warmup;
+  for (int step = 0; step < first_timed + steps; ++step) {
+    if (tuning && step == first_timed && !settled_everywhere()) {
+      if (++first_timed > kMostTuningSteps) fail("autotune did not settle");
+    }
     if (tandem_barrier() != TANDEM_SUCCESS) fail("barrier");
     const auto t0 = std::chrono::steady_clock::now();
     for (int t = 0; t < n; ++t) {
@@ -150,7 +178,7 @@ int main(int argc, char** argv) {
             ok = false;
             break;
           }
-    if (step >= warmup) times.push_back(us);
+    if (step >= first_timed) times.push_back(us);
   }
   // The slowest rank's time of every step, and whether every rank checked ok.
   std::vector<double> slowest(times.size());
@@ -161,10 +189,19 @@ int main(int argc, char** argv) {
   if (tandem_allreduce(&mine_ok, &all_ok, 1, TANDEM_INT32, TANDEM_MIN, 1.0, 1.0) != TANDEM_SUCCESS)
     fail("allreduce of the check");
   std::sort(slowest.begin(), slowest.end());
+  std::string tuned;
+  if (tuning) {
+    // The values it settled on: the last change applied.
+    const std::string state = autotune_state();
+    const size_t at = state.rfind("{\"cycle\":");
+    tuned = " autotune_settle_steps=" + std::to_string(first_timed) + " settled=" +
+            (at == std::string::npos ? "none" : state.substr(at, state.size() - 2 - at));
+  }
   if (rank == 0)
-    std::printf("tandem-runtime np=%d tensors=%d bytes=%zu median_us=%.1f best_us=%.1f check=%s\n",
-                size, n, total, slowest[slowest.size() / 2], slowest.front(),
-                all_ok ? "ok" : "FAIL");
+    std::printf(
+        "tandem-runtime np=%d tensors=%d bytes=%zu median_us=%.1f best_us=%.1f check=%s%s\n", size,
+        n, total, slowest[slowest.size() / 2], slowest.front(), all_ok ? "ok" : "FAIL",
+        tuned.c_str());
   tandem_finalize();
   return all_ok ? 0 : 1;
 }

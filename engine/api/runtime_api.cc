@@ -399,4 +399,17 @@ TANDEM_API tandem_result_t tandem_straggler_report(char* buf, size_t size, size_
   });
 }
 
+TANDEM_API tandem_result_t tandem_autotune_state(char* buf, size_t size, size_t* needed) {
+  return with_runtime([&](rt::Runtime& r) {
+    if (!needed) throw tandem::InvalidArgument("autotune_state: needed is NULL");
+    if (size > 0 && !buf) throw tandem::InvalidArgument("autotune_state: buf is NULL");
+    const std::string json = r.autotune_json();
+    *needed = json.size() + 1;
+    if (size == 0) return;
+    const size_t n = std::min(size - 1, json.size());
+    std::memcpy(buf, json.data(), n);
+    buf[n] = '\0';
+  });
+}
+
 }  // extern "C"

@@ -25,6 +25,11 @@ Coordinator::Coordinator(std::vector<int> global_ranks, size_t cache_capacity)
       joined_(global_ranks_.size(), false),
       join_order_(global_ranks_.size(), 0) {}
 
+void Coordinator::set_cache_enabled(bool on) {
+  cache_.set_enabled(on);
+  if (!on) partial_bits_.clear();
+}
+
 std::vector<Response> Coordinator::decide(const std::vector<CycleMessage>& messages,
                                           Clock::time_point now) {
   if (messages.size() != global_ranks_.size())

@@ -53,6 +53,9 @@ class Coordinator {
   bool wants_details(Clock::time_point now, Clock::duration after) const;
 
   ResponseCache& cache() { return cache_; }
+  // Autotune's switch of the cache (ResponseCache::set_enabled), with what
+  // this coordinator kept about its entries.
+  void set_cache_enabled(bool on);
   const ResponseCache& cache() const { return cache_; }
   bool joined(int set_rank) const { return joined_[set_rank]; }
   int size() const { return static_cast<int>(global_ranks_.size()); }

@@ -62,6 +62,7 @@ bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
     if (straggler_on()) note_waits(set, responses, decided);
     execute(set, responses);
     if (straggler_on()) note_ran(set, responses);
+    if (autotuner_) autotune_note(responses);
     reannounce_evicted(set);
     if (round.report) exchange_straggler(set, false);
     return true;
@@ -110,7 +111,9 @@ bool Runtime::cycle(ProcessSet& set, bool* shutdown_seen) {
   if (straggler_on()) note_waits(set, responses, decided);
   execute(set, responses);
   if (straggler_on()) note_ran(set, responses);
+  if (autotuner_) autotune_note(responses);
   reannounce_evicted(set);
+  if (set.id() == TANDEM_GLOBAL_PROCESS_SET && autotune_on()) autotune_apply(messages);
   if (round.report) exchange_straggler(set, false);
   return true;
 }
@@ -132,6 +135,10 @@ CycleMessage Runtime::announce(ProcessSet& set) {
   if (set.id() == TANDEM_GLOBAL_PROCESS_SET) {
     m.waits = describe_waits();
     m.shutdown = stop_ || !fatal_.empty();
+    // Sent once: the round it goes in is the one after which every rank
+    // applies it.
+    m.tuning = to_send_;
+    to_send_.reset();
     std::lock_guard<std::mutex> lock(join_mu_);
     m.joined = join_handle_ != nullptr;
   }

@@ -82,7 +82,7 @@ class Reader {
 };
 
 constexpr uint32_t kMagic = 0x544e4332;  // "TNC2": catches version skew
-constexpr uint8_t kJoinedFlag = 1, kShutdownFlag = 2, kWaitsFlag = 4;
+constexpr uint8_t kJoinedFlag = 1, kShutdownFlag = 2, kWaitsFlag = 4, kTuningFlag = 8;
 
 }  // namespace
 
@@ -90,7 +90,8 @@ Bytes CycleMessage::serialize() const {
   Writer w;
   w.put(kMagic);
   w.put<uint8_t>(static_cast<uint8_t>((joined ? kJoinedFlag : 0) | (shutdown ? kShutdownFlag : 0) |
-                                      (waits.empty() ? 0 : kWaitsFlag)));
+                                      (waits.empty() ? 0 : kWaitsFlag) |
+                                      (tuning ? kTuningFlag : 0)));
   w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
   for (const Request& r : requests) {
     w.put_string(r.name);
@@ -116,6 +117,12 @@ Bytes CycleMessage::serialize() const {
       w.put<uint32_t>(static_cast<uint32_t>(x.missing.size()));
       for (int32_t r : x.missing) w.put(r);
     }
+  }
+  if (tuning) {
+    w.put<uint64_t>(tuning->values.fusion_threshold_bytes);
+    w.put<double>(tuning->values.cycle_time_ms);
+    w.put<uint8_t>(tuning->values.cache_enabled ? 1 : 0);
+    w.put<uint8_t>(tuning->settled ? 1 : 0);
   }
   return w.take();
 }
@@ -160,6 +167,14 @@ CycleMessage CycleMessage::parse(const Bytes& bytes) {
       m.waits.push_back(std::move(x));
     }
   }
+  if (flags & kTuningFlag) {
+    Tuning t;
+    t.values.fusion_threshold_bytes = static_cast<size_t>(r.get<uint64_t>());
+    t.values.cycle_time_ms = r.get<double>();
+    t.values.cache_enabled = r.get<uint8_t>() != 0;
+    t.settled = r.get<uint8_t>() != 0;
+    m.tuning = t;
+  }
   if (!r.at_end()) throw Error("runtime: trailing bytes in a peer's cycle message");
   return m;
 }
@@ -174,7 +189,7 @@ bool test_bit(const std::vector<uint64_t>& bits, size_t index) {
 }
 
 bool full_round_needed(const CycleMessage& m) {
-  return m.joined || m.shutdown || !m.waits.empty() || !m.requests.empty() ||
+  return m.joined || m.shutdown || !m.waits.empty() || !m.requests.empty() || m.tuning ||
          std::any_of(m.invalid_bits.begin(), m.invalid_bits.end(),
                      [](uint64_t w) { return w != 0; });
 }

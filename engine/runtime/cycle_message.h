@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "runtime/autotune.h"
 #include "runtime/request.h"
 
 namespace tandem::runtime {
@@ -45,6 +47,14 @@ struct CycleMessage {
   std::vector<Request> requests;
   std::vector<uint64_t> cache_bits;    // ready cached entries, by bit position
   std::vector<uint64_t> invalid_bits;  // cache entries this rank found stale
+  // Global set, rank 0 only, with autotune on: the values every rank
+  // applies after this round (autotune.h), and whether they are the last.
+  struct Tuning {
+    TunedValues values;
+    bool settled = false;
+    bool operator==(const Tuning& o) const { return values == o.values && settled == o.settled; }
+  };
+  std::optional<Tuning> tuning;
 
   Bytes serialize() const;
   // Throws tandem::Error on a truncated or malformed message.
@@ -55,7 +65,8 @@ struct CycleMessage {
 void set_bit(std::vector<uint64_t>& bits, size_t index);
 bool test_bit(const std::vector<uint64_t>& bits, size_t index);
 
-// A round in few bytes. Every round starts with an allreduce (MAX, one byte
+// A round in few bytes. (Autotune's values make a round of messages too:
+// full_round_needed.) Every round starts with an allreduce (MAX, one byte
 // each, i.e. an OR) of this form: byte 0 says the member has more to say
 // than its cache bits (new requests, stale entries, join, shutdown, waits:
 // full_round_needed) or wants to know who is missing a stalled tensor; then,

@@ -94,7 +94,7 @@ void Runtime::execute(ProcessSet& set, std::vector<Response>& responses) {
   }
 
   ExecContext ctx{set.data_path(), timeline_, counters_, me, set.global_ranks()};
-  for (const Batch& b : plan_fusion(responses, settings_.fusion_threshold_bytes)) {
+  for (const Batch& b : plan_fusion(responses, tuned_.fusion_threshold_bytes)) {
     publish();  // the previous batch's
     Response& lead = responses[b.members.front()];
     const size_t i0 = b.members.front();

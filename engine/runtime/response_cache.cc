@@ -7,6 +7,13 @@ ResponseCache::ResponseCache(size_t capacity) : capacity_(capacity), slots_(capa
   for (size_t i = capacity; i > 0; --i) free_.push_back(i - 1);
 }
 
+void ResponseCache::set_enabled(bool on) {
+  if (!on)
+    for (size_t bit = 0; bit < slots_.size(); ++bit)
+      if (slots_[bit].used) erase(bit);
+  off_ = !on;
+}
+
 ResponseCache::Lookup ResponseCache::lookup(const Request& mine, int my_rank) const {
   auto it = by_name_.find(mine.name);
   if (it == by_name_.end()) return {};

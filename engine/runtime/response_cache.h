@@ -47,7 +47,11 @@ class ResponseCache {
   void touch(size_t bit);
   void erase(size_t bit);
 
-  bool enabled() const { return capacity_ > 0; }
+  bool enabled() const { return capacity_ > 0 && !off_; }
+  // Autotune's switch (autotune.h): off empties the cache and keeps it
+  // empty; on again uses the capacity it was made with. Every rank switches
+  // in the same round, so the caches stay identical.
+  void set_enabled(bool on);
   size_t size() const { return by_name_.size(); }
   // One past the highest bit in use (0 when empty): the length of the bit
   // vectors a round needs, the same on every rank.
@@ -61,6 +65,7 @@ class ResponseCache {
     bool used = false;
   };
   size_t capacity_;
+  bool off_ = false;
   std::vector<Slot> slots_;                          // by bit
   std::unordered_map<std::string, size_t> by_name_;  // name -> bit
   std::list<size_t> lru_;                            // front: most recent

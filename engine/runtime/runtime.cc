@@ -20,6 +20,22 @@ Runtime::Runtime(int rank, int size, std::unique_ptr<DataPathFactory> factory, S
       sets_(size_, *factory_, settings_.cache_capacity),
       world_(&sets_.global()->data_path()),
       place_(std::move(place)) {
+  tuned_.fusion_threshold_bytes = settings_.fusion_threshold_bytes;
+  tuned_.cycle_time_ms = settings_.cycle_time_ms;
+  tuned_.cache_enabled = settings_.cache_capacity > 0;
+  if (autotune_on() && rank_ == 0) {
+    AutotuneConfig c;
+    c.warmup_samples = settings_.autotune_warmup_samples;
+    c.steps_per_sample = settings_.autotune_steps_per_sample;
+    c.max_samples = settings_.autotune_max_samples;
+    c.noise = settings_.autotune_noise;
+    c.fusion_fixed = settings_.fusion_threshold_set;
+    c.cycle_fixed = settings_.cycle_time_set;
+    // A cache the user sized is theirs; one of no entries cannot be turned on.
+    c.cache_fixed = settings_.cache_capacity_set || settings_.cache_capacity == 0;
+    c.log_path = settings_.autotune_log;
+    autotuner_ = std::make_unique<Autotuner>(c, tuned_, std::chrono::steady_clock::now());
+  }
   if (rank_ == 0 && !settings_.timeline_path.empty())
     timeline_.start(settings_.timeline_path, settings_.timeline_mark_cycles);
   log_setup();

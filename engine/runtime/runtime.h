@@ -29,6 +29,8 @@
 //   cycle.cc               one cycle: the per-set exchange, announcements, stalls
 //   deadlock_report.cc     what this rank waits in, and the verdict (deadlock.h)
 //   straggler_report.cc    each round's wait, the periodic report (straggler.h)
+//   autotune_apply.cc      scoring the rounds on rank 0, applying the tuned
+//                          values on every rank (autotune.h)
 //   dispatch.cc            running a cycle's decisions: batches, device path,
 //                          process-set changes
 //   process_set_table.h    the sets by id (a class of its own)
@@ -39,7 +41,7 @@
 //   stop_mu_  ->  wait_mu_  ->  a set's mu | join_mu_  ->  broken_mu_
 //
 // A set's mu and join_mu_ are never held together, nor two sets' mu.
-// work_mu_ (the wake-up), straggler_mu_, the process-set table's mutex and
+// work_mu_ (the wake-up), straggler_mu_, autotune_mu_, the process-set table's mutex and
 // the handles' own locks are leaves: nothing else is locked while one is held, and
 // handles are completed outside every lock above. wait_mu_ is held while
 // the deadlock report reads the waited handles (describe_waits), so a
@@ -52,12 +54,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "common/log.h"
+#include "runtime/autotune.h"
 #include "runtime/counters.h"
 #include "runtime/data_path.h"
 #include "runtime/deadlock.h"
@@ -129,6 +133,11 @@ class Runtime {
   // The straggler report as JSON (Report::json): {"reports": n, "period":
   // the last period's, "total": the job's so far}; every rank holds the same.
   std::string straggler_json() const;
+  // Autotune as JSON: {"on": bool, "settled": bool, "applied": [{"cycle": n,
+  // "fusion_threshold": bytes, "cycle_time_ms": x, "cache_enabled": bool},
+  // ...]}: every change of the tuned values this rank applied and the cycle
+  // after which it did; the same on every rank.
+  std::string autotune_json() const;
 
  private:
   // runtime.cc
@@ -177,6 +186,15 @@ class Runtime {
   void note_ran(ProcessSet& set, const std::vector<Response>& responses);
   // Collective over the global set, at the same round on every member.
   void exchange_straggler(ProcessSet& set, bool final);
+
+  // autotune_apply.cc
+  bool autotune_on() const { return settings_.autotune; }
+  // Rank 0: scores the round that ran; the tuner's next values go out in
+  // the next round of the global set.
+  void autotune_note(const std::vector<Response>& responses);
+  // Every rank, after a round of the global set's messages ran: applies the
+  // values rank 0 sent in it, if any.
+  void autotune_apply(const std::vector<CycleMessage>& messages);
 
   // dispatch.cc
   void execute(ProcessSet& set, std::vector<Response>& responses);
@@ -245,6 +263,15 @@ class Runtime {
   mutable std::mutex straggler_mu_;
   uint64_t straggler_reports_ = 0;
   std::string straggler_json_;
+
+  // ---- autotune (autotune_apply.cc; the bg thread, but for the record of
+  // what was applied, read by API threads under autotune_mu_)
+  TunedValues tuned_;                                      // what the cycles run with now
+  std::unique_ptr<Autotuner> autotuner_;                   // rank 0, with TANDEM_AUTOTUNE
+  std::optional<CycleMessage::Tuning> to_send_;            // rank 0: for the next round
+  mutable std::mutex autotune_mu_;                         // a leaf
+  bool autotune_settled_ = false;                          // under autotune_mu_
+  std::vector<std::pair<uint64_t, TunedValues>> applied_;  // (cycle, values), under autotune_mu_
 
   std::thread thread_;
 };

@@ -17,7 +17,10 @@ const std::vector<SettingSpec>& runtime_setting_specs() {
          {"TANDEM_FUSION_THRESHOLD", "TANDEM_CYCLE_TIME", "TANDEM_IDLE_WAIT", "TANDEM_WAKE_RELAY",
           "TANDEM_CACHE_CAPACITY", "TANDEM_TIMELINE", "TANDEM_TIMELINE_MARK_CYCLES",
           "TANDEM_STALL_CHECK_TIME_SECONDS", "TANDEM_STALL_SHUTDOWN_TIME_SECONDS",
-          "TANDEM_DEADLOCK_CHECK_SECONDS", "TANDEM_RUNTIME_SCHEDULING", "TANDEM_STRAGGLER_REPORT"})
+          "TANDEM_DEADLOCK_CHECK_SECONDS", "TANDEM_RUNTIME_SCHEDULING", "TANDEM_STRAGGLER_REPORT",
+          "TANDEM_AUTOTUNE", "TANDEM_AUTOTUNE_LOG", "TANDEM_AUTOTUNE_WARMUP_SAMPLES",
+          "TANDEM_AUTOTUNE_STEPS_PER_SAMPLE", "TANDEM_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+          "TANDEM_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"})
       v.push_back(setting_declaration(name));
     return v;
   }();
@@ -69,14 +72,18 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
     std::string n = spec.name;
     // The strict parsers and the bounds are the engine's (common/settings.h,
     // common/settings_table.h).
-    if (n == "TANDEM_FUSION_THRESHOLD")
+    if (n == "TANDEM_FUSION_THRESHOLD") {
       s.fusion_threshold_bytes = static_cast<size_t>(int_in_bounds(spec, var, v));
-    else if (n == "TANDEM_CYCLE_TIME") s.cycle_time_ms = number_in_bounds(spec, var, v);
-    else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = number_in_bounds(spec, var, v);
+      s.fusion_threshold_set = true;
+    } else if (n == "TANDEM_CYCLE_TIME") {
+      s.cycle_time_ms = number_in_bounds(spec, var, v);
+      s.cycle_time_set = true;
+    } else if (n == "TANDEM_IDLE_WAIT") s.idle_wait_ms = number_in_bounds(spec, var, v);
     else if (n == "TANDEM_WAKE_RELAY") s.wake_relay = parse_bool_setting(var, v);
-    else if (n == "TANDEM_CACHE_CAPACITY")
+    else if (n == "TANDEM_CACHE_CAPACITY") {
       s.cache_capacity = static_cast<size_t>(int_in_bounds(spec, var, v));
-    else if (n == "TANDEM_TIMELINE") s.timeline_path = v;
+      s.cache_capacity_set = true;
+    } else if (n == "TANDEM_TIMELINE") s.timeline_path = v;
     else if (n == "TANDEM_TIMELINE_MARK_CYCLES")
       s.timeline_mark_cycles = parse_bool_setting(var, v);
     else if (n == "TANDEM_STALL_CHECK_TIME_SECONDS")
@@ -88,6 +95,16 @@ Settings Settings::from_environment(const Getenv& getenv_fn) {
     else if (n == "TANDEM_RUNTIME_SCHEDULING") s.batch_scheduling = parse_scheduling(var, v);
     else if (n == "TANDEM_STRAGGLER_REPORT")
       s.straggler_report_seconds = number_in_bounds(spec, var, v);
+    else if (n == "TANDEM_AUTOTUNE") s.autotune = parse_bool_setting(var, v);
+    else if (n == "TANDEM_AUTOTUNE_LOG") s.autotune_log = v;
+    else if (n == "TANDEM_AUTOTUNE_WARMUP_SAMPLES")
+      s.autotune_warmup_samples = static_cast<int>(int_in_bounds(spec, var, v));
+    else if (n == "TANDEM_AUTOTUNE_STEPS_PER_SAMPLE")
+      s.autotune_steps_per_sample = static_cast<int>(int_in_bounds(spec, var, v));
+    else if (n == "TANDEM_AUTOTUNE_BAYES_OPT_MAX_SAMPLES")
+      s.autotune_max_samples = static_cast<int>(int_in_bounds(spec, var, v));
+    else if (n == "TANDEM_AUTOTUNE_GAUSSIAN_PROCESS_NOISE")
+      s.autotune_noise = number_in_bounds(spec, var, v);
     else throw Error("runtime: setting " + n + " is declared but not parsed (a bug)");
     if (std::strcmp(v, spec.default_text) != 0) note_setting(var, v, spec.default_text);
   }

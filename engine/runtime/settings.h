@@ -40,6 +40,20 @@ struct Settings {
   bool batch_scheduling = false;                                 // TANDEM_RUNTIME_SCHEDULING=batch
   double straggler_report_seconds =
       declared_default_number("TANDEM_STRAGGLER_REPORT");  // straggler.h; 0: off
+  // Autotune (autotune.h): whether it runs, its own settings, and which of
+  // the knobs it tunes the user set (those it keeps).
+  bool autotune = declared_default_int("TANDEM_AUTOTUNE") != 0;
+  std::string autotune_log;
+  int autotune_warmup_samples =
+      static_cast<int>(declared_default_int("TANDEM_AUTOTUNE_WARMUP_SAMPLES"));
+  int autotune_steps_per_sample =
+      static_cast<int>(declared_default_int("TANDEM_AUTOTUNE_STEPS_PER_SAMPLE"));
+  int autotune_max_samples =
+      static_cast<int>(declared_default_int("TANDEM_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"));
+  double autotune_noise = declared_default_number("TANDEM_AUTOTUNE_GAUSSIAN_PROCESS_NOISE");
+  bool fusion_threshold_set = false;
+  bool cycle_time_set = false;
+  bool cache_capacity_set = false;
 
   using Getenv = std::function<const char*(const char*)>;
   // Reads every declared variable through `getenv` (the process environment

@@ -104,9 +104,9 @@ bool Runtime::wait_for_work() {
 // not wake this sleep (that would cost a wake-up per tensor); it looks at
 // the time of the latest one when it ends.
 void Runtime::batching_window() {
-  if (settings_.cycle_time_ms <= 0) return;
+  if (tuned_.cycle_time_ms <= 0) return;
   std::unique_lock<std::mutex> lock(work_mu_);
-  const Clock::time_point cap = first_work_ + ms(settings_.cycle_time_ms);
+  const Clock::time_point cap = first_work_ + ms(tuned_.cycle_time_ms);
   in_window_.store(true, std::memory_order_seq_cst);
   auto close = [&] { return stop_.load() || blocked_waiters_.load(std::memory_order_seq_cst) > 0; };
   while (!close()) {

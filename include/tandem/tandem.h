@@ -434,6 +434,14 @@ TANDEM_API tandem_result_t tandem_runtime_counter(int index, const char **name, 
  * whole text takes. size 0 only asks for *needed. */
 TANDEM_API tandem_result_t tandem_straggler_report(char *buf, size_t size, size_t *needed);
 
+/* Autotune (TANDEM_AUTOTUNE; docs/runtime.md, "Autotune") as one JSON
+ * object: {"on": bool, "settled": bool, "applied": [{"cycle": n,
+ * "fusion_threshold": bytes, "cycle_time_ms": x, "cache_enabled": bool},
+ * ...]}, every change of the tuned values this rank applied and the cycle
+ * after which it did; the same on every rank. buf, size and needed as in
+ * tandem_straggler_report. */
+TANDEM_API tandem_result_t tandem_autotune_state(char *buf, size_t size, size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif

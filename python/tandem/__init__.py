@@ -15,5 +15,6 @@ from tandem._basics import (  # noqa: E402, F401 (after the logger; re-exported 
 )
 from tandem.errors import TandemError  # noqa: E402, F401
 from tandem._collectives import straggler_report  # noqa: E402, F401
+from tandem._collectives import autotune_state  # noqa: E402, F401
 
 __version__ = "0.1.0"

@@ -82,6 +82,8 @@ _RUNTIME_SIGNATURES = {
                                               _p(ctypes.c_uint64)]),
     "tandem_straggler_report": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t,
                                                _p(ctypes.c_size_t)]),
+    "tandem_autotune_state": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t,
+                                             _p(ctypes.c_size_t)]),
 }
 _declared = False
 _declare_lock = threading.Lock()
@@ -353,6 +355,23 @@ def counters():
         errors.check(code)
         out[name.value.decode()] = value.value
         index += 1
+
+
+def autotune_state():
+    """Autotune (TANDEM_AUTOTUNE; docs/runtime.md, "Autotune") on this rank:
+    a dict with ``on``, ``settled`` and ``applied``, one dict per change of
+    the tuned values (``cycle``: the cycle after which this rank applied it,
+    ``fusion_threshold`` in bytes, ``cycle_time_ms``, ``cache_enabled``);
+    the same on every rank."""
+    lib = _lib()
+    needed = ctypes.c_size_t(0)
+    errors.check(lib.tandem_autotune_state(None, 0, ctypes.byref(needed)))
+    while True:
+        buf = ctypes.create_string_buffer(needed.value)
+        errors.check(lib.tandem_autotune_state(buf, needed.value, ctypes.byref(needed)))
+        if needed.value <= len(buf):
+            break
+    return json.loads(buf.value.decode())
 
 
 def straggler_report(period=False):

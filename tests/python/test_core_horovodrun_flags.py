@@ -91,7 +91,7 @@ def _value_args(row, table):
 def test_each_refused_flag_stops_with_its_message(table, horovodrun, py_env, tmp_path):
     marker = tmp_path / "ran"
     refused = [(o, f) for f in table.FLAGS if f.refused for o in f.options]
-    assert len(refused) >= 18
+    assert len(refused) >= 12
     for option, row in refused:
         r = subprocess.run([horovodrun, option, *_value_args(row, table), "-np", "1", "touch",
                             str(marker)], capture_output=True, text=True, timeout=60,
@@ -127,10 +127,38 @@ def test_honoured_flags_reach_the_ranks(horovodrun, py_env, tmp_path):
     assert {k: env.get(k) for k in expected} == expected
 
 
+def test_autotune_flags_reach_the_ranks_and_need_autotune(horovodrun, py_env, tmp_path):
+    dump = "import json, os; print(json.dumps(dict(os.environ)))"
+    log = str(tmp_path / "autotune.csv")
+    r = subprocess.run(
+        [horovodrun, "-np", "1", "--autotune", "--autotune-log-file", log,
+         "--autotune-warmup-samples", "2", "--autotune-steps-per-sample", "4",
+         "--autotune-bayes-opt-max-samples", "6", "--autotune-gaussian-process-noise", "0.5",
+         PYTHON, "-c", dump], capture_output=True, text=True, timeout=60,
+        env=env_outside_slurm(py_env))
+    assert r.returncode == 0, r.stderr
+    env = json.loads(r.stdout.strip()[len("[0]<stdout>:"):])
+    expected = {"HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_LOG": log,
+                "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "2", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "4",
+                "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "6",
+                "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE": "0.5"}
+    assert {k: env.get(k) for k in expected} == expected
+    # Without --autotune its parameters would do nothing: refused, as --max-np without --min-np.
+    for args in (["--autotune-log-file", log], ["--no-autotune", "--autotune-warmup-samples", "2"]):
+        r = subprocess.run([horovodrun, "-np", "1", *args, "true"], capture_output=True,
+                           text=True, timeout=60, env=env_outside_slurm(py_env))
+        assert r.returncode == 2, (args, r.stderr)
+        flag = [a for a in args if a.startswith("--autotune-")][0]
+        assert "%s applies while autotune runs, which --autotune turns on" % flag in r.stderr, \
+            r.stderr
+
+
 def test_bad_values_are_refused_before_starting(horovodrun, py_env):
     for args, says in ((["--network-interfaces", "eth0,eth1"], "listens on one interface"),
                        (["--max-np", "4"], "--max-np applies to an elastic job"),
                        (["--fusion-threshold-mb", "-1"], "must be 0 or more"),
+                       (["--autotune", "--autotune-steps-per-sample", "-1"],
+                        "--autotune-steps-per-sample -1: must be 0 or more"),
                        (["-H", "a:2,a:2"], "listed twice"),
                        (["-H", "a:x"], "is not host or host:slots")):
         r = subprocess.run([horovodrun, "-np", "1", *args, "true"], capture_output=True,
@@ -156,7 +184,8 @@ def test_config_file_is_horovods_yaml(horovodrun, py_env, tmp_path):
     for text, says in (("params:\n  hierarchical_allreduce: false\n",
                         "params.hierarchical_allreduce in %s (--no-hierarchical-allreduce): "
                         "Tandem's allreduce is always hierarchical"),
-                       ("autotune:\n  enabled: true\n", "(--autotune): Tandem has no autotuner"),
+                       ("autotune:\n  log_file: x.csv\n",
+                        "--autotune-log-file applies while autotune runs"),
                        ("params:\n  fusion_mb: 8\n", "unknown key 'params.fusion_mb'")):
         bad = tmp_path / "bad.yaml"
         bad.write_text(text)

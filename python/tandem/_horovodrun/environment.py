@@ -35,7 +35,9 @@ def from_args(args, environ=os.environ):
     for name in ("fusion_threshold_mb", "cycle_time_ms", "cache_capacity",
                  "stall_check_warning_time_seconds", "stall_check_shutdown_time_seconds",
                  "gloo_timeout_seconds", "start_timeout", "min_num_proc", "max_num_proc",
-                 "elastic_timeout", "reset_limit"):
+                 "elastic_timeout", "reset_limit", "autotune_warmup_samples",
+                 "autotune_steps_per_sample", "autotune_bayes_opt_max_samples",
+                 "autotune_gaussian_process_noise"):
         _nonnegative("--" + name.replace("_", "-"), getattr(args, name))
     env = {}
 
@@ -51,6 +53,7 @@ def from_args(args, environ=os.environ):
         put("HOROVOD_TIMELINE", args.timeline_filename)
         if args.timeline_mark_cycles is not None:
             put("HOROVOD_TIMELINE_MARK_CYCLES", int(args.timeline_mark_cycles))
+    _autotune(args, put)
     put("HOROVOD_STALL_CHECK_TIME_SECONDS", args.stall_check_warning_time_seconds)
     if args.no_stall_check:
         env["HOROVOD_STALL_CHECK_TIME_SECONDS"] = "0"
@@ -86,6 +89,29 @@ def from_args(args, environ=os.environ):
                 raise EnvError("%s applies to an elastic job, which --min-np starts; give "
                                "--min-np too, or drop %s" % (flag, flag))
     return env
+
+
+_AUTOTUNE_FLAGS = (("autotune_log_file", "HOROVOD_AUTOTUNE_LOG"),
+                   ("autotune_warmup_samples", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES"),
+                   ("autotune_steps_per_sample", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE"),
+                   ("autotune_bayes_opt_max_samples", "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"),
+                   ("autotune_gaussian_process_noise", "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"))
+
+
+def _autotune(args, put):
+    """--autotune and its parameters, as Horovod sets them: the parameters
+    only with --autotune (without it they would be ignored, so they are
+    refused)."""
+    if args.autotune:
+        put("HOROVOD_AUTOTUNE", 1)
+        for dest, name in _AUTOTUNE_FLAGS:
+            put(name, getattr(args, dest))
+        return
+    for dest, _ in _AUTOTUNE_FLAGS:
+        if getattr(args, dest) is not None:
+            flag = "--" + dest.replace("_", "-")
+            raise EnvError("%s applies while autotune runs, which --autotune turns on; give "
+                           "--autotune too, or drop %s" % (flag, flag))
 
 
 def is_elastic(args):

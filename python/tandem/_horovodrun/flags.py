@@ -40,8 +40,7 @@ class Flag:
         return (longs or list(self.options))[0]
 
 
-_NO_AUTOTUNE = ("Tandem has no autotuner; drop the flag and set the tuned values yourself "
-                "(--fusion-threshold-mb, --cycle-time-ms)")
+_WITH_AUTOTUNE = " (with --autotune)"
 _ELASTIC = ("Tandem's elastic jobs (docs/elastic.md) take their hosts from the allocation and "
             "grow with later steps (srun --jobid=J --overlap --horovod=elastic), not from ")
 _LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"]
@@ -88,17 +87,20 @@ FLAGS = [
          "allreduce; drop the flag (its allreduce is hierarchical: docs/engine.md)"),
     Flag(["--no-torus-allreduce"], "torus_allreduce", FALSE, honoured="accepted: Tandem has no "
          "torus allreduce to turn off"),
-    Flag(["--autotune"], "autotune", TRUE, refused=_NO_AUTOTUNE),
-    Flag(["--no-autotune"], "autotune", FALSE, honoured="accepted: Tandem never autotunes"),
-    Flag(["--autotune-log-file"], "autotune_log_file", STORE, refused=_NO_AUTOTUNE),
+    Flag(["--autotune"], "autotune", TRUE, honoured="HOROVOD_AUTOTUNE=1: rank 0 tunes the fusion "
+         "threshold, cycle time and response cache while the job trains (docs/runtime.md)"),
+    Flag(["--no-autotune"], "autotune", FALSE, honoured="accepted: autotune is off unless "
+         "--autotune (or HOROVOD_AUTOTUNE=1) turns it on"),
+    Flag(["--autotune-log-file"], "autotune_log_file", STORE,
+         honoured="HOROVOD_AUTOTUNE_LOG" + _WITH_AUTOTUNE),
     Flag(["--autotune-warmup-samples"], "autotune_warmup_samples", STORE, type=int,
-         refused=_NO_AUTOTUNE),
+         honoured="HOROVOD_AUTOTUNE_WARMUP_SAMPLES" + _WITH_AUTOTUNE),
     Flag(["--autotune-steps-per-sample"], "autotune_steps_per_sample", STORE, type=int,
-         refused=_NO_AUTOTUNE),
+         honoured="HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE" + _WITH_AUTOTUNE),
     Flag(["--autotune-bayes-opt-max-samples"], "autotune_bayes_opt_max_samples", STORE, type=int,
-         refused=_NO_AUTOTUNE),
+         honoured="HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES" + _WITH_AUTOTUNE),
     Flag(["--autotune-gaussian-process-noise"], "autotune_gaussian_process_noise", STORE,
-         type=float, refused=_NO_AUTOTUNE),
+         type=float, honoured="HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE" + _WITH_AUTOTUNE),
     Flag(["--min-np", "--min-num-proc"], "min_num_proc", STORE, type=int, honoured="an elastic "
          "job (srun --horovod=elastic, tandem-run --elastic) with TANDEM_ELASTIC_MIN_NP"),
     Flag(["--max-np", "--max-num-proc"], "max_num_proc", STORE, type=int,
