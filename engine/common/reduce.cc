@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -106,7 +107,17 @@ __attribute__((target("avx2,f16c"))) void narrow_half_f16c(const float* s, uint1
                      _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
   for (; i < m; ++i) d[i] = float_to_half(s[i]);
 }
-const bool kHaveF16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+// clang before 15 has no "f16c" for __builtin_cpu_supports (the fuzzing
+// build, contrib/fuzz.sh, is clang's): there it asks cpuid, leaf 1, itself.
+#if defined(__clang__) && __clang_major__ < 15
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#else
+bool cpu_has_f16c() { return __builtin_cpu_supports("f16c"); }
+#endif
+const bool kHaveF16c = __builtin_cpu_supports("avx2") && cpu_has_f16c();
 #else
 const bool kHaveF16c = false;
 #endif

@@ -51,15 +51,6 @@ struct TcpTransport::Transfer {
 
 namespace {
 
-void encode_length(uint8_t* out, uint64_t v) {
-  for (size_t i = 0; i < kLengthBytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t decode_length(const uint8_t* p) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < kLengthBytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-
 // Whether a spin can have a CPU without taking it from anyone: no more
 // threads runnable on the host than it has CPUs (/proc/loadavg's fourth
 // field, this thread included), read at most once a millisecond per

@@ -109,6 +109,15 @@ std::string check_hello(const uint8_t* data, size_t size, Hello* out) {
   return "";
 }
 
+void encode_length(uint8_t* out, uint64_t v) {
+  for (size_t i = 0; i < kLengthBytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t decode_length(const uint8_t* p) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < kLengthBytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
 std::array<uint8_t, Ack::kSize> encode_ack(int32_t world_rank) {
   std::array<uint8_t, Ack::kSize> out{};
   std::memcpy(out.data(), kAckMagic, 8);

@@ -78,6 +78,10 @@ std::string check_ack(const uint8_t* data, size_t size, int32_t expected_world_r
 constexpr size_t kWireLine = 64;
 constexpr size_t kHeaderBytes = kWireLine;
 constexpr size_t kLengthBytes = 8;  // the header's first bytes; the rest are zeros
+// The header's length field, little-endian (the receiver compares it with
+// the length it expects).
+void encode_length(uint8_t* out, uint64_t v);
+uint64_t decode_length(const uint8_t* p);
 // Zeros after a payload of `bytes` up to the next whole line.
 constexpr size_t wire_padding(size_t bytes) { return (kWireLine - bytes % kWireLine) % kWireLine; }
 
