@@ -9,6 +9,8 @@
 #                              # and TCP tests
 #   BUILD=dir contrib/sanitize.sh asan   # another build directory
 #                                        # (default: build-asan, build-tsan)
+#   NINJA_JOBS=2 SANITIZE_JOBS=1 contrib/sanitize.sh tsan   # fewer jobs at
+#                                        # once for the build and the tests
 #
 # The Python suites are left out: the interpreter and the frameworks are not
 # built with the sanitizer, so their runtime would have to be preloaded into
@@ -22,8 +24,12 @@ set -euo pipefail
 
 kind=${1:-}
 case "$kind" in
-  asan) sanitize=address,undefined ;;
-  tsan) sanitize=thread ;;
+  asan) sanitize=address,undefined; extra=() ;;
+  # GCC warns (-Wtsan, an error under -Dwerror) that ThreadSanitizer does
+  # not model std::atomic_thread_fence. The one fence (NodeSync::
+  # wake_sleepers) orders accesses to a segment shared with other
+  # processes, which ThreadSanitizer does not observe at all.
+  tsan) sanitize=thread; extra=(-Dcpp_args=-Wno-tsan) ;;
   *) echo "sanitize.sh: expected 'asan' or 'tsan', got '${kind}' (usage: contrib/sanitize.sh asan|tsan)" >&2
      exit 2 ;;
 esac
@@ -38,9 +44,9 @@ if [ ! -f "$build/build.ninja" ]; then
   # b_lundef=false: a sanitized shared library leaves the runtime's symbols
   # to the executable that loads it. Debug info for the reports' lines.
   meson setup "$build" -Db_sanitize="$sanitize" -Db_lundef=false -Dtests=enabled \
-    -Dcuda=disabled -Dbuildtype=debugoptimized -Dwerror=true
+    -Dcuda=disabled -Dbuildtype=debugoptimized -Dwerror=true "${extra[@]}"
 fi
-ninja -C "$build"
+ninja -C "$build" ${NINJA_JOBS:+-j "$NINJA_JOBS"}
 build_s=$((SECONDS - start))
 
 # The tests to run: those whose command names a file of these folders, in
