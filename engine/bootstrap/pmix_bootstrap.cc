@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +21,16 @@ namespace tandem {
 namespace {
 
 std::string pmix_text(pmix_status_t rc) { return pmix_api().Error_string(rc); }
+
+// What PMIX_PROC_LOAD does, without libpmix: PMIx 5 made the macro a call of
+// PMIx_Proc_load, a symbol the engine, which opens libpmix at run time, has
+// no link to.
+pmix_proc_t proc_of(const char* nspace, pmix_rank_t rank) {
+  pmix_proc_t p{};
+  std::memcpy(p.nspace, nspace, strnlen(nspace, PMIX_MAX_NSLEN));  // p.nspace stays terminated
+  p.rank = rank;
+  return p;
+}
 
 // PMIX_TIMEOUT counts whole seconds; 0 would mean "wait forever", so a
 // sub-second timeout rounds up to 1 s.
@@ -166,8 +177,7 @@ class PmixBootstrap : public Bootstrap {
 
 ValuePtr PmixBootstrap::get(pmix_rank_t rank, const char* key, std::chrono::milliseconds timeout,
                             bool optional) {
-  pmix_proc_t proc;
-  PMIX_PROC_LOAD(&proc, session_.me().nspace, rank);
+  const pmix_proc_t proc = proc_of(session_.me().nspace, rank);
   pmix_info_t info[2];
   int secs = timeout_seconds(timeout);
   bool yes = true;
@@ -191,8 +201,7 @@ long long PmixBootstrap::get_int(pmix_rank_t rank, const char* key,
 
 void PmixBootstrap::fence(bool collect, std::chrono::milliseconds timeout,
                           const std::string& what) {
-  pmix_proc_t all;
-  PMIX_PROC_LOAD(&all, session_.me().nspace, PMIX_RANK_WILDCARD);
+  const pmix_proc_t all = proc_of(session_.me().nspace, PMIX_RANK_WILDCARD);
   pmix_info_t info[2];
   int secs = timeout_seconds(timeout);
   pmix_api().Info_load(&info[0], PMIX_TIMEOUT, &secs, PMIX_INT);
@@ -262,10 +271,11 @@ PmixBootstrap::PmixBootstrap(std::chrono::milliseconds timeout) {
 std::vector<Bytes> PmixBootstrap::allgather(const Bytes& mine, std::chrono::milliseconds timeout) {
   const std::string key =
       "tandem." + std::to_string(session_.generation()) + ".ag." + std::to_string(next_op_++);
-  Bytes framed;
-  framed.reserve(mine.size() + 1);
-  framed.push_back('T');
-  framed.insert(framed.end(), mine.begin(), mine.end());
+  // Sized once and filled: gcc 14 takes reserve() + push_back() for a
+  // delete of a pointer past the allocation (-Wfree-nonheap-object).
+  Bytes framed(mine.size() + 1);
+  framed[0] = 'T';
+  std::copy(mine.begin(), mine.end(), framed.begin() + 1);
   pmix_value_t v;
   v.type = PMIX_BYTE_OBJECT;
   v.data.bo.bytes = reinterpret_cast<char*>(framed.data());

@@ -1,5 +1,5 @@
 /* What lets libtandem load with glibc 2.28 (RHEL 8, Ubuntu 18.10) and later
- * while it is built with a newer one (Debian 12: 2.36).
+ * while it is built with a newer one (Debian 12: 2.36, Debian 13: 2.41).
  *
  * A shared library records, for every glibc function it calls, the version
  * of that function in the glibc it was linked against. glibc 2.34 moved
@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -146,6 +147,48 @@ HIDDEN int __wrap_lstat64(const char* path, struct stat64* st) {
 }
 HIDDEN int __wrap_fstatat64(int dir, const char* path, struct stat64* st, int flags) {
   return tandem_old___fxstatat64(kStatVersion, dir, path, st, flags);
+}
+
+/* Since 2.33 fstat is a function of its own (libstdc++'s basic_file). */
+OLD_VERSION(__fxstat, "GLIBC_2.2.5");
+int tandem_old___fxstat(int, int, struct stat*);
+HIDDEN int __wrap_fstat(int fd, struct stat* st) {
+  return tandem_old___fxstat(kStatVersion, fd, st);
+}
+
+/* glibc 2.38 (Debian 13) gives C2X's strtol family and sscanf, which also
+   take a 0b prefix and %b, new names, and _GNU_SOURCE (always on in g++)
+   selects them; libstdc++ 14 calls them too. The C99 functions, which every
+   glibc keeps, parse everything the engine reads (no binary numbers): the
+   same functions as in a build with an older glibc. */
+OLD_VERSION(strtol, "GLIBC_2.2.5");
+OLD_VERSION(strtoll, "GLIBC_2.2.5");
+OLD_VERSION(strtoul, "GLIBC_2.2.5");
+OLD_VERSION(strtoull, "GLIBC_2.2.5");
+OLD_VERSION(__isoc99_vsscanf, "GLIBC_2.7");
+long tandem_old_strtol(const char*, char**, int);
+long long tandem_old_strtoll(const char*, char**, int);
+unsigned long tandem_old_strtoul(const char*, char**, int);
+unsigned long long tandem_old_strtoull(const char*, char**, int);
+int tandem_old___isoc99_vsscanf(const char*, const char*, va_list);
+HIDDEN long __wrap___isoc23_strtol(const char* s, char** end, int base) {
+  return tandem_old_strtol(s, end, base);
+}
+HIDDEN long long __wrap___isoc23_strtoll(const char* s, char** end, int base) {
+  return tandem_old_strtoll(s, end, base);
+}
+HIDDEN unsigned long __wrap___isoc23_strtoul(const char* s, char** end, int base) {
+  return tandem_old_strtoul(s, end, base);
+}
+HIDDEN unsigned long long __wrap___isoc23_strtoull(const char* s, char** end, int base) {
+  return tandem_old_strtoull(s, end, base);
+}
+HIDDEN int __wrap___isoc23_sscanf(const char* s, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  int n = tandem_old___isoc99_vsscanf(s, format, args);
+  va_end(args);
+  return n;
 }
 
 /* ---- functions glibc 2.28 does not have -------------------------------- */
