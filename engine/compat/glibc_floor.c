@@ -191,6 +191,16 @@ HIDDEN int __wrap___isoc23_sscanf(const char* s, const char* format, ...) {
   return n;
 }
 
+/* glibc 2.29 gave exp and log new versions that no longer set errno through
+   the SVID wrapper; the autotuner's Gaussian process calls both. The old
+   versions, which every glibc keeps, compute the same values. */
+OLD_VERSION(exp, "GLIBC_2.2.5");
+OLD_VERSION(log, "GLIBC_2.2.5");
+double tandem_old_exp(double);
+double tandem_old_log(double);
+HIDDEN double __wrap_exp(double x) { return tandem_old_exp(x); }
+HIDDEN double __wrap_log(double x) { return tandem_old_log(x); }
+
 /* ---- functions glibc 2.28 does not have -------------------------------- */
 
 /* libstdc++ skips atomic reference counting while this says the process is
