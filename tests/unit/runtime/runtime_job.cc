@@ -19,23 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "job_check.h"
 #include "tandem/tandem.h"
 
 namespace {
 
 int rank = 0, size = 1;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                                       \
-      std::fprintf(stderr, " (last error: %s)\n", tandem_last_error());        \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
-#define OK(call) CHECK((call) == TANDEM_SUCCESS, "%s", #call)
 
 tandem_tensor_t tensor(const char* name, const void* in, void* out, int dtype, int ndim,
                        const int64_t* shape) {

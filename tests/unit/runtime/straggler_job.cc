@@ -18,23 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "job_check.h"
 #include "tandem/tandem.h"
 
 namespace {
 
 int rank = 0, size = 1;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                                       \
-      std::fprintf(stderr, " (last error: %s)\n", tandem_last_error());        \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
-#define OK(call) CHECK((call) == TANDEM_SUCCESS, "%s", #call)
 
 std::string report_json() {
   size_t needed = 0;
